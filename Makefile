@@ -1,0 +1,40 @@
+# daogate — build, test and run.
+#
+#   make test    install what is missing, build, run every test (what CI runs)
+#   make serve   install what is missing, build, serve ./modules on 127.0.0.1:8080
+#   make bench   release build and the benchmarks (bench/run)
+
+SWIFT ?= swift
+APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev pkg-config
+
+.PHONY: deps build release test serve bench clean
+
+# Installs the C libraries' -dev packages when they are missing (needs root on
+# a fresh Debian machine; a no-op where they are installed).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+serve: release
+	.build/release/daogate serve
+
+bench: deps
+	bench/run
+
+clean:
+	rm -rf .build

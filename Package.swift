@@ -1,0 +1,44 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "daogate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "daogate", targets: ["daogate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+    ],
+    targets: [
+        // C libraries: a module map and a shim each, nothing more.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // What travels: the value type and its JSON form.
+        .target(
+            name: "DAOValue",
+            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
+        ),
+        // The dialect: module files → module model → rendered statements.
+        .target(
+            name: "DAODialect",
+            dependencies: ["DAOValue", "CLibXML2", "CSQLite"]
+        ),
+        // The thin executable.
+        .executableTarget(
+            name: "daogate",
+            dependencies: [
+                "DAODialect",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
+        .testTarget(name: "DAODialectTests", dependencies: ["DAODialect"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,14 @@
+#include <sqlite3.h>
+
+/// `sqlite3_db_config` is variadic, which Swift cannot call: this wrapper turns
+/// off double-quoted string literals, so `"name"` is always an identifier.
+static inline void daogate_sqlite_disable_dqs(sqlite3 *db) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DQS_DDL, 0, (void *)0);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DQS_DML, 0, (void *)0);
+}
+
+/// `SQLITE_TRANSIENT` is a macro casting -1 to a function pointer, which Swift
+/// cannot import: this returns it.
+static inline sqlite3_destructor_type daogate_sqlite_transient(void) {
+    return SQLITE_TRANSIENT;
+}

@@ -33,6 +33,7 @@ let package = Package(
             name: "daogate",
             dependencies: [
                 "DAODialect",
+                "DAOValue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,3 +1,10 @@
+#include <libxml/xmlversion.h>
+/* libxml2's encoding.h includes ICU's headers when libxml2 is built with ICU,
+ * and their UErrorCode clashes with the ICU that Foundation bundles, in any
+ * Swift module importing both. ICU only adds two trailing pointer fields to
+ * xmlCharEncodingHandler, a struct daogate never allocates or reads, so the
+ * shim hides them. */
+#undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>

@@ -14,8 +14,11 @@ public enum Value: Sendable, Hashable {
     case string(String)
     case blob([UInt8])
     case array([Value])
-    case object(OrderedDictionary<String, Value>)
+    case object(OrderedObject)
 }
+
+/// A JSON object: members keep the order they were written in.
+public typealias OrderedObject = OrderedDictionary<String, Value>
 
 extension Value {
     /// Whether this is `nil` in the reference's sense.

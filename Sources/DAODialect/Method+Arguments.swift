@@ -1,0 +1,90 @@
+import DAOValue
+
+extension Method {
+    /// The frame of a call from its JSON arguments.
+    ///
+    /// `arguments` is an object of arguments by name (names as declared,
+    /// without `$`), an array of them by position, or null for none. Unknown
+    /// names, surplus positions, a nil `$` argument and values that do not fit
+    /// an argument's declared type are refused; a `binary` argument may come
+    /// as a base64 string.
+    public func frame(arguments: Value, globals: [String: Value] = [:]) throws(RenderError) -> Frame {
+        var locals = [Value](repeating: .null, count: localCount)
+        switch arguments {
+        case .null:
+            break
+        case .array(let values):
+            guard values.count <= self.arguments.count else {
+                throw RenderError(code: .unknownArgument, method: qualifiedName, message:
+                    "takes \(self.arguments.count) argument\(self.arguments.count == 1 ? "" : "s") (\(argumentList)), got \(values.count)")
+            }
+            for (index, value) in values.enumerated() { locals[index] = value }
+        case .object(let members):
+            for (name, value) in members {
+                guard let index = self.arguments.firstIndex(where: { $0.name == name }) else {
+                    throw RenderError(code: .unknownArgument, method: qualifiedName,
+                                      message: "has no argument named '\(name)' (\(argumentList))", argument: name)
+                }
+                locals[index] = value
+            }
+        default:
+            throw RenderError(code: .invalidArguments, method: qualifiedName,
+                              message: "arguments must be a JSON object (by name) or array (by position), not a \(arguments.kindName)")
+        }
+        for (index, argument) in self.arguments.enumerated() {
+            if argument.required && locals[index].isNull {
+                throw RenderError(code: .missingArgument, method: qualifiedName,
+                                  message: "argument '\(argument.name)' is required ($\(argument.name)) and was nil or missing",
+                                  argument: argument.name)
+            }
+            if let type = argument.type, !locals[index].isNull {
+                locals[index] = try conform(locals[index], to: type, path: argument.name)
+            }
+        }
+        return Frame(locals: locals, globals: globals)
+    }
+
+    private var argumentList: String {
+        arguments.isEmpty ? "it takes none" : "arguments: " + arguments.map(\.name).joined(separator: ", ")
+    }
+
+    /// `value` checked against a declared type, converted where the JSON form
+    /// differs (base64 text for `binary`, an integer for `double`).
+    private func conform(_ value: Value, to type: ArgumentType, path: String) throws(RenderError) -> Value {
+        func mismatch(_ expected: String) -> RenderError {
+            RenderError(code: .wrongType, method: qualifiedName,
+                        message: "argument '\(path)' must be \(expected), not a \(value.kindName)", argument: path)
+        }
+        switch (type, value) {
+        case (.any, _), (_, .null):
+            return value
+        case (.scalar(.int), .integer(let integer)):
+            guard Int64(Int32.min)...Int64(Int32.max) ~= integer else {
+                throw RenderError(code: .wrongType, method: qualifiedName,
+                                  message: "argument '\(path)' is an int, and \(integer) is outside its 32-bit range", argument: path)
+            }
+            return value
+        case (.scalar(.longLong), .integer), (.scalar(.bool), .bool), (.scalar(.double), .double),
+             (.scalar(.string), .string), (.scalar(.binary), .blob), (.object, .object):
+            return value
+        case (.scalar(.double), .integer(let integer)):
+            return .double(Double(integer))
+        case (.scalar(.binary), .string(let text)):
+            guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
+            return .blob(bytes)
+        case (.array(let element), .array(let values)):
+            var converted: [Value] = []
+            converted.reserveCapacity(values.count)
+            for (index, value) in values.enumerated() {
+                converted.append(try conform(value, to: element, path: "\(path)[\(index)]"))
+            }
+            return .array(converted)
+        case (.scalar(let scalar), _):
+            throw mismatch(scalar == .int || scalar == .longLong ? "an integer" : "a \(scalar.rawValue)")
+        case (.object(let className), _):
+            throw mismatch(className.map { "an object (\($0))" } ?? "an object")
+        case (.array, _):
+            throw mismatch("an array")
+        }
+    }
+}

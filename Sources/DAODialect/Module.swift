@@ -1,0 +1,226 @@
+import DAOValue
+
+/// A loaded DAO module: one XML file, the reference's `daoWithPath:` config.
+public struct Module: Sendable {
+    /// The `name` attribute: the `{module}` of `POST /dao/{module}/{method}`.
+    public var name: String
+    /// The file it was loaded from, as given to the loader.
+    public var file: String
+    public var line: Int
+    /// The table `${T}` stands for; `nil` for a template module (empty
+    /// `tableName`), whose table each call names.
+    public var tableName: String?
+    public var version: Version
+    public var resetOnUpgrade: Bool
+    public var upgradeMinVersion: Version?
+    /// The method run once per database (and per table) before any other.
+    public var initializer: String?
+    /// daogate's `userDependent` attribute: calls need a user id and run in
+    /// that user's database (the reference passes this to `daoWithPath:`).
+    public var userDependent: Bool
+    /// daogate's `storage` attribute: the named custom storage (the
+    /// reference's `APCustomStorage`) whose databases the module uses.
+    public var storage: String?
+    /// daogate's `database` attribute: one specific database file (the
+    /// reference's `daoWithPath:databasePath:`), relative to the data folder.
+    public var database: String?
+    /// Names declared by daogate's `globals` attribute: the global arguments
+    /// (`globalArguments`) the module's methods may read.
+    public var globals: [String]
+    /// Methods in file order.
+    public var methods: [Method]
+    public var maps: [String: ResultMap]
+    /// `upgrade` blocks in ascending `toVersion` order.
+    public var upgrades: [Upgrade]
+    /// `crypt` declarations: class → encrypted properties.
+    public var encryptedProperties: [String: Set<String>]
+
+    /// Whether the table comes with each call (an empty `tableName`).
+    public var isTemplate: Bool { tableName == nil }
+
+    public func method(named name: String) -> Method? {
+        guard let index = methodIndex[name] else { return nil }
+        return methods[index]
+    }
+
+    var methodIndex: [String: Int]
+
+    /// Every property name some `crypt` declares, whatever the class.
+    public var anyEncryptedProperties: Set<String> {
+        encryptedProperties.values.reduce(into: Set()) { $0.formUnion($1) }
+    }
+}
+
+/// A module version, `x.x`, compared numerically per component (so 1.10 > 1.9).
+public struct Version: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var components: [Int]
+
+    /// Parses one or more dot-separated decimal numbers, e.g. `1.0` or `2.10.1`.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        var components: [Int] = []
+        for part in parts {
+            guard !part.isEmpty, part.count <= 9, part.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(part)
+            else { return nil }
+            components.append(number)
+        }
+        self.components = components
+    }
+
+    public var description: String { components.map(String.init).joined(separator: ".") }
+
+    public static func < (lhs: Version, rhs: Version) -> Bool {
+        for index in 0..<max(lhs.components.count, rhs.components.count) {
+            let left = index < lhs.components.count ? lhs.components[index] : 0
+            let right = index < rhs.components.count ? rhs.components[index] : 0
+            if left != right { return left < right }
+        }
+        return false
+    }
+
+    public static func == (lhs: Version, rhs: Version) -> Bool { !(lhs < rhs) && !(rhs < lhs) }
+
+    public func hash(into hasher: inout Hasher) {
+        var trimmed = components
+        while trimmed.last == 0 { trimmed.removeLast() }
+        hasher.combine(trimmed)
+    }
+}
+
+public enum MethodKind: String, Sendable, CaseIterable {
+    case select, insert, update, delete
+}
+
+/// One `select|insert|update|delete` element.
+public struct Method: Sendable {
+    public var name: String
+    /// The name of the module it belongs to.
+    public var moduleName: String
+    public var kind: MethodKind
+    public var line: Int
+    /// The XML comment right before the method, if any.
+    public var documentation: String?
+    public var arguments: [MethodArgument]
+    /// What a `select` returns; `nil` for the write kinds, which return the
+    /// reference's `APDAOResult`.
+    public var result: ResultType?
+    /// The method-level `foreach="collection.item"`.
+    public var foreach: MethodForeach?
+    public var body: Body
+    /// How many local slots a call needs: arguments, then `foreach` items.
+    public var localCount: Int
+}
+
+/// A declared argument: `$name` forbids nil; daogate's optional `name:type`
+/// annotation types it for checks and the OpenAPI description.
+public struct MethodArgument: Sendable, Hashable {
+    public var name: String
+    public var required: Bool
+    public var type: ArgumentType?
+}
+
+/// An argument's declared type, written after a colon in `arguments`.
+public indirect enum ArgumentType: Sendable, Hashable, CustomStringConvertible {
+    case scalar(ScalarType)
+    /// A JSON object (`{}`), or an object of a named class (`MessageModel`).
+    case object(className: String?)
+    case array(ArgumentType)
+    /// Any JSON value (`json`).
+    case any
+
+    public var description: String {
+        switch self {
+        case .scalar(let scalar): scalar.rawValue
+        case .object(let className): className ?? "{}"
+        case .array(let element): "[\(element)]"
+        case .any: "json"
+        }
+    }
+}
+
+public struct MethodForeach: Sendable {
+    /// The collection argument's index among the arguments.
+    public var collection: Int
+    public var item: String
+    public var itemSlot: Int
+}
+
+/// The scalar result types of the reference.
+public enum ScalarType: String, Sendable, CaseIterable {
+    case int
+    case longLong = "long long"
+    case bool
+    case double
+    case string
+    case binary
+}
+
+/// The eighteen `result` forms.
+public enum ResultType: Sendable, Hashable, CustomStringConvertible {
+    case scalar(ScalarType)
+    /// `{}`: column → value.
+    case row
+    /// `AType`: an object of the named class.
+    case object(className: String)
+    /// `:AMap`: an object shaped by a `<map>`.
+    case mapped(mapID: String)
+    indirect case array(ResultType)
+
+    public var isArray: Bool { if case .array = self { true } else { false } }
+
+    public var description: String {
+        switch self {
+        case .scalar(let scalar): scalar.rawValue
+        case .row: "{}"
+        case .object(let className): className
+        case .mapped(let mapID): ":" + mapID
+        case .array(let element): "[\(element)]"
+        }
+    }
+}
+
+/// A `<map id result>`: renamed columns of a class.
+public struct ResultMap: Sendable {
+    public var id: String
+    public var className: String
+    /// column → property; unlisted columns keep their names.
+    public var propertyForColumn: [String: String]
+    public var line: Int
+}
+
+/// An `<upgrade toVersion>` block.
+public struct Upgrade: Sendable {
+    public var toVersion: Version
+    public var statements: [Statement]
+    public var line: Int
+}
+
+/// What a method runs.
+public enum Body: Sendable {
+    /// One statement, or several `<step>`s in one transaction.
+    case statements([Statement])
+    /// `<try>…<except>…</except></try>`: the except branch runs only when the
+    /// try branch fails.
+    case tryExcept(try: [Statement], except: [Statement])
+}
+
+/// One SQL statement (a whole method body, or one `<step>`).
+public struct Statement: Sendable {
+    public var line: Int
+    /// The reference's `resumable`: a failure does not fail the method.
+    public var resumable: Bool
+    public var template: SQLTemplate
+}
+
+extension Method {
+    /// Whether every statement was rendered at load (no dynamic tags, no
+    /// `@{}`, a fixed table), so a call does no string work: it only resolves
+    /// the `#{}` values.
+    public var isPrecomputed: Bool {
+        let statements: [Statement] = switch body {
+        case .statements(let statements): statements
+        case .tryExcept(let tried, let excepted): tried + excepted
+        }
+        return statements.allSatisfy(\.template.isPrecomputed)
+    }
+}

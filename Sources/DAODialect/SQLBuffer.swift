@@ -1,0 +1,34 @@
+/// SQL text being assembled: loaded text pieces carry at most one space at
+/// each end, and a space is dropped where the text already ends in one, so
+/// joined pieces read with single spaces.
+struct SQLBuffer {
+    var bytes: [UInt8] = []
+
+    init() { bytes.reserveCapacity(256) }
+
+    mutating func append(text: String) {
+        var utf8 = Substring(text).utf8
+        if utf8.first == UInt8(ascii: " ") && (bytes.isEmpty || bytes.last == UInt8(ascii: " ")) {
+            utf8 = utf8.dropFirst()
+        }
+        bytes += utf8
+    }
+
+    /// Ensures one space separates what comes before from what comes next.
+    mutating func appendSeparator() {
+        if let last = bytes.last, last != UInt8(ascii: " ") { bytes.append(UInt8(ascii: " ")) }
+    }
+
+    mutating func appendPlaceholder() { bytes.append(UInt8(ascii: "?")) }
+
+    mutating func append(raw: some Sequence<UInt8>) { bytes += raw }
+
+    var count: Int { bytes.count }
+
+    /// The text without trailing spaces.
+    func finish() -> String {
+        var end = bytes.count
+        while end > 0 && bytes[end - 1] == UInt8(ascii: " ") { end -= 1 }
+        return String(decoding: bytes[..<end], as: UTF8.self)
+    }
+}

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct Daogate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daogate",
+        abstract: "An HTTP REST gateway over DAO modules: XML-described SQLite operations as POST endpoints.",
+        subcommands: [Check.self, Render.self]
+    )
+}

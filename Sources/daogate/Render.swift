@@ -1,0 +1,88 @@
+import ArgumentParser
+import DAODialect
+import DAOValue
+
+/// `daogate render DIR MODULE METHOD`: what a call would execute, as JSON.
+struct Render: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print, as JSON, the SQL statements and bindings a method call would execute.",
+        discussion: """
+            Output: {"statements":[{"sql":"…","bindings":[…]}],"skipped":false} — one entry per \
+            statement, per foreach element and per step. An entry may also carry "resumable": true, \
+            "encrypted": [indices of bindings encrypted before they are bound] and, for <try>, "except": \
+            the statements run if the try branch fails. "skipped" is true when onVoid="quit" skipped a statement.
+            """
+    )
+
+    @Argument(help: "The folder of module files.")
+    var directory: String
+
+    @Argument(help: "The module's name attribute.")
+    var module: String
+
+    @Argument(help: "The method's id.")
+    var method: String
+
+    @Option(help: "The arguments: a JSON object by name or a JSON array by position.")
+    var args: String?
+
+    @Option(help: "The table of a template module (empty tableName).")
+    var table: String?
+
+    func run() throws {
+        let (modules, errors) = ModuleLoader.loadDirectory(directory)
+        guard let loaded = modules.first(where: { $0.name == module }) else {
+            for error in errors { printToStandardError(error.description) }
+            throw ValidationError("no module named '\(module)' in \(directory)")
+        }
+        guard let method = loaded.method(named: method) else {
+            throw ValidationError("module '\(module)' has no method '\(self.method)' (methods: \(loaded.methods.map(\.name).joined(separator: ", ")))")
+        }
+        var arguments = Value.null
+        if let args {
+            do { arguments = try Value(parsingJSON: args, options: JSONParseOptions(binaryMarkers: true)) } catch {
+                throw ValidationError("--args is not valid JSON: \(error)")
+            }
+        }
+        let table: String?
+        switch (loaded.tableName, self.table) {
+        case (nil, nil): throw ValidationError("module '\(module)' is a template (empty tableName): pass --table NAME")
+        case (nil, let name?):
+            if let problem = tableNameProblem(name) { throw ValidationError("--table \(name): \(problem)") }
+            table = name
+        case (_?, _?): throw ValidationError("module '\(module)' has a fixed table (\(loaded.tableName!)): --table is only for template modules")
+        case (let name?, nil): table = name
+        }
+        do {
+            let frame = try method.frame(arguments: arguments)
+            let runs = try method.render(frame: frame, table: table)
+            print(Self.describe(runs).jsonString())
+        } catch {
+            printToStandardError("error: \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    static func describe(_ runs: [RenderedRun]) -> Value {
+        var statements: [Value] = []
+        for run in runs {
+            for (index, statement) in run.statements.enumerated() {
+                var entry = entryObject(statement)
+                if index == run.statements.count - 1, let except = run.except {
+                    entry["except"] = .array(except.map { .object(entryObject($0)) })
+                }
+                statements.append(.object(entry))
+            }
+        }
+        return ["statements": .array(statements), "skipped": .bool(runs.contains { $0.quitCount > 0 })]
+    }
+
+    static func entryObject(_ statement: RenderedStatement) -> OrderedObject {
+        var entry: OrderedObject = ["sql": .string(statement.sql), "bindings": .array(statement.bindings)]
+        if statement.resumable { entry["resumable"] = true }
+        if !statement.encrypted.isEmpty {
+            entry["encrypted"] = .array(statement.encrypted.map { .integer(Int64($0.index)) })
+        }
+        return entry
+    }
+}

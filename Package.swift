@@ -38,8 +38,14 @@ let package = Package(
             ]
         ),
 
+        // Micro-benchmarks, run by bench/run on a release build.
+        .executableTarget(
+            name: "daogate-bench",
+            dependencies: ["DAODialect", "DAOValue"]
+        ),
+
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
-        .testTarget(name: "DAODialectTests", dependencies: ["DAODialect"]),
+        .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -100,12 +100,7 @@ extension Expression {
     }
 
     private func truthError(_ value: Value, _ node: Node) -> EvaluationError {
-        let got = switch value {
-        case .array: "an array"
-        case .object: "an object"
-        case .blob: "binary data"
-        default: "a \(value.kindName)"
-        }
+        let got = value.kindPhrase
         guard case .path(let path, _) = node else {
             return EvaluationError("expected a condition, got \(got) in '\(source)'")
         }

@@ -55,7 +55,7 @@ extension Value {
             if name == "count" { return .integer(Int64(elements.count)) }
             throw AccessError("an array has no property '\(name)' (only 'count')")
         default:
-            throw AccessError("a \(kindName) has no property '\(name)'")
+            throw AccessError("\(kindPhrase) has no property '\(name)'")
         }
     }
 }

@@ -80,7 +80,7 @@ enum Inline {
         switch value {
         case .string(let string) where !string.isEmpty: escaped(string, quote: quote)
         case .integer(let integer): .success(Array(String(integer).utf8))
-        default: .failure(InlineRefusal("a \(value.kindName) cannot name a quoted identifier"))
+        default: .failure(InlineRefusal("\(value.kindPhrase) cannot name a quoted identifier"))
         }
     }
 
@@ -92,7 +92,7 @@ enum Inline {
         case .integer(let integer): text = String(integer)
         case .double(let double): text = double.isFinite ? String(double) : "-"
         case .string(let string): text = string
-        default: return .failure(InlineRefusal("a \(value.kindName) cannot be inlined as raw text"))
+        default: return .failure(InlineRefusal("\(value.kindPhrase) cannot be inlined as raw text"))
         }
         let bytes = Array(text.utf8)
         if let problem = rawTextProblem(bytes) { return .failure(InlineRefusal(problem)) }

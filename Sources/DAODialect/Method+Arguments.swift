@@ -29,7 +29,7 @@ extension Method {
             }
         default:
             throw RenderError(code: .invalidArguments, method: qualifiedName,
-                              message: "arguments must be a JSON object (by name) or array (by position), not a \(arguments.kindName)")
+                              message: "arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase)")
         }
         for (index, argument) in self.arguments.enumerated() {
             if argument.required && locals[index].isNull {
@@ -53,7 +53,7 @@ extension Method {
     private func conform(_ value: Value, to type: ArgumentType, path: String) throws(RenderError) -> Value {
         func mismatch(_ expected: String) -> RenderError {
             RenderError(code: .wrongType, method: qualifiedName,
-                        message: "argument '\(path)' must be \(expected), not a \(value.kindName)", argument: path)
+                        message: "argument '\(path)' must be \(expected), not \(value.kindPhrase)", argument: path)
         }
         switch (type, value) {
         case (.any, _), (_, .null):

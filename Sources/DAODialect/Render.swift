@@ -58,7 +58,7 @@ extension Method {
                               message: "the foreach collection '\(argument.name)' is nil; pass an array", argument: argument.name)
         case let other:
             throw RenderError(code: .wrongType, method: qualifiedName,
-                              message: "the foreach collection '\(argument.name)' must be an array, not a \(other.kindName)",
+                              message: "the foreach collection '\(argument.name)' must be an array, not \(other.kindPhrase)",
                               argument: argument.name)
         }
     }
@@ -252,7 +252,7 @@ struct RenderContext {
             throw failure(.missingArgument, "the foreach collection '\(foreach.collection)' is nil; pass an array",
                           argument: foreach.collection.description)
         default:
-            throw failure(.wrongType, "the foreach collection '\(foreach.collection)' must be an array, not a \(collection.kindName)",
+            throw failure(.wrongType, "the foreach collection '\(foreach.collection)' must be an array, not \(collection.kindPhrase)",
                           argument: foreach.collection.description)
         }
         guard !elements.isEmpty else { return }

@@ -41,6 +41,18 @@ extension Value {
         }
     }
 
+    /// The name of this value's kind with an article, for messages: "an integer".
+    public var kindPhrase: String {
+        switch self {
+        case .null: "nil"
+        case .integer: "an integer"
+        case .array: "an array"
+        case .object: "an object"
+        case .blob: "binary data"
+        default: "a \(kindName)"
+        }
+    }
+
     /// The member `name` of an object, `nil` when absent.
     @inlinable public subscript(member name: String) -> Value? {
         if case .object(let members) = self { return members[name] }

@@ -1,0 +1,43 @@
+import DAODialect
+import DAOValue
+import Foundation
+
+/// daogate's micro-benchmarks (release builds; `bench/run` drives them).
+///
+///     daogate-bench render MODULES_DIR BENCH_MODULES_DIR
+@main
+enum Bench {
+    static func main() throws {
+        let arguments = CommandLine.arguments.dropFirst()
+        switch arguments.first {
+        case "render":
+            let folders = Array(arguments.dropFirst())
+            guard folders.count == 2 else { usage() }
+            try RenderBenchmark(modules: folders[0], benchModules: folders[1]).run()
+        default:
+            usage()
+        }
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("usage: daogate-bench render MODULES_DIR BENCH_MODULES_DIR\n".utf8))
+        exit(2)
+    }
+}
+
+/// Runs `body` `iterations` times in each of `rounds` rounds; returns the
+/// median rate in operations per second.
+func measure(rounds: Int = 7, iterations: Int, _ body: () throws -> Void) rethrows -> Double {
+    var rates: [Double] = []
+    for _ in 0..<rounds {
+        let start = ContinuousClock.now
+        for _ in 0..<iterations { try body() }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        rates.append(Double(iterations) / seconds)
+    }
+    return rates.sorted()[rates.count / 2]
+}
+
+/// Keeps the optimizer from dropping a result.
+@inline(never) func consume<T>(_ value: T) { withExtendedLifetime(value) {} }

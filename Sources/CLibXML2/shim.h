@@ -6,6 +6,7 @@
  * shim hides them. */
 #undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
+#include <libxml/parserInternals.h>
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 

@@ -87,8 +87,8 @@ struct NodeList {
     mutating func append(text string: String) { text += string.utf8 }
 
     mutating func append(_ node: SQLNode) {
-        if case .text(let string) = node {
-            text += string.utf8
+        if case .text(let bytes) = node {
+            text += bytes.first == UInt8(ascii: " ") && text.last == UInt8(ascii: " ") ? bytes.dropFirst() : bytes[...]
             return
         }
         flush()
@@ -97,7 +97,7 @@ struct NodeList {
 
     mutating func flush() {
         guard !text.isEmpty else { return }
-        nodes.append(.text(String(decoding: text, as: UTF8.self)))
+        nodes.append(.text(text))
         text.removeAll(keepingCapacity: true)
     }
 
@@ -198,7 +198,8 @@ struct BodyParser {
             case .comment: continue
             case .text(let text, let textLine):
                 if !text.allSatisfy(\.isWhitespace) {
-                    throw failure(textLine, "\(owner) has <step>s, so no text may stand outside them: '\(excerpt(text))'")
+                    throw failure(firstContentLine(text, textLine),
+                                  "\(owner) has <step>s, so no text may stand outside them: '\(excerpt(text))'")
                 }
             case .element(let step):
                 guard step.name == "step" else {
@@ -233,7 +234,7 @@ struct BodyParser {
     /// Text and bindings only: the SQL is final now. Anything else renders per call.
     func template(_ nodes: [SQLNode], line: Int, owner: String) throws(LoadError) -> SQLTemplate {
         let hasSQL = nodes.contains { node in
-            if case .text(let text) = node { !text.allSatisfy { $0 == " " } } else { true }
+            if case .text(let text) = node { !text.allSatisfy { $0 == UInt8(ascii: " ") } } else { true }
         }
         guard hasSQL else { throw failure(line, "\(owner) has no SQL") }
         var buffer = SQLBuffer()
@@ -373,7 +374,7 @@ struct BodyParser {
             case .comment: continue
             case .text(let text, let line):
                 if !text.allSatisfy(\.isWhitespace) {
-                    throw failure(line, "<choose> holds only <when> and <otherwise>, not text: '\(excerpt(text))'")
+                    throw failure(firstContentLine(text, line), "<choose> holds only <when> and <otherwise>, not text: '\(excerpt(text))'")
                 }
             case .element(let branch):
                 switch branch.name {
@@ -443,8 +444,16 @@ struct BodyParser {
         return ValuePath(root: root, slot: slot, members: Array(parts.dropFirst()))
     }
 
-    func excerpt(_ text: String) -> String {
-        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        return folded.count > 40 ? String(folded.prefix(40)) + "…" : folded
-    }
+}
+
+/// The line of the first character of `text` that is not white space, when
+/// `text` starts on `line`.
+func firstContentLine(_ text: String, _ line: Int) -> Int {
+    line + text.prefix { $0.isWhitespace }.filter { $0 == "\n" }.count
+}
+
+/// `text` folded to one line and cut short, for messages.
+func excerpt(_ text: String) -> String {
+    let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    return folded.count > 40 ? String(folded.prefix(40)) + "…" : folded
 }

@@ -37,8 +37,8 @@ extension Method {
                                   message: "argument '\(argument.name)' is required ($\(argument.name)) and was nil or missing",
                                   argument: argument.name)
             }
-            if let type = argument.type, !locals[index].isNull {
-                locals[index] = try conform(locals[index], to: type, path: argument.name)
+            if let type = argument.type, let replacement = try conform(locals[index], to: type, path: argument.name) {
+                locals[index] = replacement
             }
         }
         return Frame(locals: locals, globals: globals)
@@ -48,37 +48,41 @@ extension Method {
         arguments.isEmpty ? "it takes none" : "arguments: " + arguments.map(\.name).joined(separator: ", ")
     }
 
-    /// `value` checked against a declared type, converted where the JSON form
-    /// differs (base64 text for `binary`, an integer for `double`).
-    private func conform(_ value: Value, to type: ArgumentType, path: String) throws(RenderError) -> Value {
+    /// Checks `value` against a declared type; returns a replacement when the
+    /// JSON form differs from the stored one (base64 text for `binary`, an
+    /// integer for `double`), nil when the value stands as it is.
+    private func conform(_ value: Value, to type: ArgumentType,
+                         path: @autoclosure () -> String) throws(RenderError) -> Value? {
         func mismatch(_ expected: String) -> RenderError {
             RenderError(code: .wrongType, method: qualifiedName,
-                        message: "argument '\(path)' must be \(expected), not \(value.kindPhrase)", argument: path)
+                        message: "argument '\(path())' must be \(expected), not \(value.kindPhrase)", argument: path())
         }
         switch (type, value) {
         case (.any, _), (_, .null):
-            return value
+            return nil
         case (.scalar(.int), .integer(let integer)):
             guard Int64(Int32.min)...Int64(Int32.max) ~= integer else {
                 throw RenderError(code: .wrongType, method: qualifiedName,
-                                  message: "argument '\(path)' is an int, and \(integer) is outside its 32-bit range", argument: path)
+                                  message: "argument '\(path())' is an int, and \(integer) is outside its 32-bit range", argument: path())
             }
-            return value
+            return nil
         case (.scalar(.longLong), .integer), (.scalar(.bool), .bool), (.scalar(.double), .double),
              (.scalar(.string), .string), (.scalar(.binary), .blob), (.object, .object):
-            return value
+            return nil
         case (.scalar(.double), .integer(let integer)):
             return .double(Double(integer))
         case (.scalar(.binary), .string(let text)):
             guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
             return .blob(bytes)
         case (.array(let element), .array(let values)):
-            var converted: [Value] = []
-            converted.reserveCapacity(values.count)
-            for (index, value) in values.enumerated() {
-                converted.append(try conform(value, to: element, path: "\(path)[\(index)]"))
+            var converted: [Value]?
+            for index in values.indices {
+                if let replacement = try conform(values[index], to: element, path: "\(path())[\(index)]") {
+                    if converted == nil { converted = values }
+                    converted![index] = replacement
+                }
             }
-            return .array(converted)
+            return converted.map { .array($0) }
         case (.scalar(let scalar), _):
             throw mismatch(scalar == .int || scalar == .longLong ? "an integer" : "a \(scalar.rawValue)")
         case (.object(let className), _):

@@ -96,6 +96,8 @@ public struct Method: Sendable {
     public var name: String
     /// The name of the module it belongs to.
     public var moduleName: String
+    /// `Module.method`, as errors name it.
+    public var qualifiedName: String
     public var kind: MethodKind
     public var line: Int
     /// The XML comment right before the method, if any.

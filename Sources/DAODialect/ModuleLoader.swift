@@ -66,7 +66,7 @@ public enum ModuleLoader {
         if let module, parser.errors.isEmpty { return module }
         throw LoadFailure(errors: parser.errors.isEmpty
             ? [LoadError(file: file, line: root.line, message: "the module could not be loaded")]
-            : parser.errors)
+            : parser.errors.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
     }
 }
 
@@ -263,7 +263,7 @@ struct ModuleParser {
                 continue
             case .text(let text, let line):
                 if !text.allSatisfy(\.isWhitespace) {
-                    error(line, "text directly inside <module> is not part of any method: '\(excerpt(text))'")
+                    error(firstContentLine(text, line), "text directly inside <module> is not part of any method: '\(excerpt(text))'")
                 }
                 if text.contains("\n\n") || !text.allSatisfy(\.isWhitespace) { pendingComment = nil }
                 continue
@@ -348,7 +348,7 @@ struct ModuleParser {
             switch child {
             case .comment: continue
             case .text(let text, let line):
-                if !text.allSatisfy(\.isWhitespace) { error(line, "<map> holds only <result> elements") }
+                if !text.allSatisfy(\.isWhitespace) { error(firstContentLine(text, line), "<map> holds only <result> elements") }
             case .element(let result):
                 guard result.name == "result" else {
                     error(result.line, "unknown element <\(result.name)> in <map> (expected <result property column/>)")
@@ -428,7 +428,7 @@ struct ModuleParser {
         }
         guard errors.count == errorCount else { return nil }
         scope = bodyParser.scope
-        return Method(name: id, moduleName: moduleName, kind: kind, line: line, documentation: documentation, arguments: arguments,
+        return Method(name: id, moduleName: moduleName, qualifiedName: moduleName + "." + id, kind: kind, line: line, documentation: documentation, arguments: arguments,
                       result: result, foreach: foreach, body: body, localCount: scope.localCount)
     }
 
@@ -493,7 +493,7 @@ struct ModuleParser {
                 guard isIdentifier(id) else { return nil }
                 return .mapped(mapID: id)
             }
-            if isIdentifier(text) { return .object(className: text) }
+            if isClassName(text) { return .object(className: text) }
             return nil
         }
         var type: ResultType?
@@ -534,11 +534,6 @@ struct ModuleParser {
             return nil
         }
     }
-
-    func excerpt(_ text: String) -> String {
-        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        return folded.count > 40 ? String(folded.prefix(40)) + "…" : folded
-    }
 }
 
 /// `int`, `long long`, …, `json`, `{}`, `ClassName`, `[type]`.
@@ -551,8 +546,16 @@ func parseArgumentType(_ text: String) -> ArgumentType? {
     if let scalar = ScalarType(rawValue: normalized) { return .scalar(scalar) }
     if normalized == "json" { return .any }
     if normalized == "{}" { return .object(className: nil) }
-    if isIdentifier(normalized) { return .object(className: normalized) }
+    if isClassName(normalized) { return .object(className: normalized) }
     return nil
+}
+
+/// A class name, as `AType` in `result` and types: an identifier starting
+/// with an upper-case letter, so that a mistyped type (`integer`) is not
+/// taken for one.
+func isClassName(_ text: some StringProtocol) -> Bool {
+    guard let first = text.utf8.first, first >= UInt8(ascii: "A"), first <= UInt8(ascii: "Z") else { return false }
+    return isIdentifier(text)
 }
 
 /// The class of the elements of a `[ClassName]` argument.

@@ -7,6 +7,11 @@ public struct EncryptedBinding: Sendable, Equatable {
     public var index: Int
     /// The `crypt` property it writes.
     public var property: String
+
+    public init(index: Int, property: String) {
+        self.index = index
+        self.property = property
+    }
 }
 
 /// One SQL statement ready to run: text and bound values.
@@ -30,9 +35,6 @@ public struct RenderedRun: Sendable {
 }
 
 extension Method {
-    /// `Module.method`, as errors name it.
-    public var qualifiedName: String { moduleName + "." + name }
-
     /// Renders every run of a call: one per element of the method-level
     /// `foreach`, or one. Nothing runs when this throws.
     public func render(frame: Frame, table: String?) throws(RenderError) -> [RenderedRun] {

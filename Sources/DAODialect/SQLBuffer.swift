@@ -6,12 +6,12 @@ struct SQLBuffer {
 
     init() { bytes.reserveCapacity(256) }
 
-    mutating func append(text: String) {
-        var utf8 = Substring(text).utf8
-        if utf8.first == UInt8(ascii: " ") && (bytes.isEmpty || bytes.last == UInt8(ascii: " ")) {
-            utf8 = utf8.dropFirst()
+    mutating func append(text: [UInt8]) {
+        if text.first == UInt8(ascii: " ") && (bytes.isEmpty || bytes.last == UInt8(ascii: " ")) {
+            bytes += text.dropFirst()
+        } else {
+            bytes += text
         }
-        bytes += utf8
     }
 
     /// Ensures one space separates what comes before from what comes next.

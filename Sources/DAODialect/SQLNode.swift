@@ -101,8 +101,8 @@ struct TrimNode: Sendable {
 }
 
 indirect enum SQLNode: Sendable {
-    /// SQL text, whitespace already folded to single spaces outside quotes.
-    case text(String)
+    /// SQL text (UTF-8), whitespace already folded to single spaces outside quotes.
+    case text([UInt8])
     case bind(BindReference)
     case inline(InlineReference)
     /// `${T}` of a template module.

@@ -39,23 +39,27 @@ enum XMLTree {
     /// Parses `bytes` into the root element.
     static func parse(_ bytes: [UInt8]) throws(XMLError) -> XMLElement {
         daogate_xml_silence_errors()
-        guard let context = xmlNewParserCtxt() else {
-            throw XMLError(line: 0, message: "the XML parser could not start")
+        let created = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { xmlCreateMemoryParserCtxt($0.baseAddress, Int32($0.count)) }
         }
-        defer { xmlFreeParserCtxt(context) }
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_BIG_LINES.rawValue | XML_PARSE_NOCDATA.rawValue)
-        let document = bytes.withUnsafeBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buffer.count, 1)) {
-                xmlCtxtReadMemory(context, $0, Int32(buffer.count), "module.xml", nil, options)
-            }
+        guard let context = created else {
+            throw XMLError(line: 1, message: bytes.isEmpty ? "the file is empty" : "the XML parser could not start")
         }
-        guard let document else {
+        defer {
+            if let document = context.pointee.myDoc { xmlFreeDoc(document) }
+            xmlFreeParserCtxt(context)
+        }
+        _ = xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_BIG_LINES.rawValue | XML_PARSE_NOCDATA.rawValue))
+        // Where elements end (libxml2 2.9 records end positions reliably, begin
+        // positions not), so that text can be given the line it starts on.
+        context.pointee.record_info = 1
+        let status = xmlParseDocument(context)
+        guard status == 0, context.pointee.wellFormed != 0, let document = context.pointee.myDoc else {
             if let error = xmlCtxtGetLastError(context) {
                 throw XMLError(line: Int(error.pointee.line), message: describe(error.pointee))
             }
-            throw XMLError(line: 0, message: "not a well-formed XML document")
+            throw XMLError(line: 1, message: "malformed XML")
         }
-        defer { xmlFreeDoc(document) }
         if let subset = document.pointee.intSubset {
             let line = Int(subset.pointee.children.map { xmlGetLineNo($0) } ?? 1)
             throw XMLError(line: max(line, 1), message: "a DOCTYPE declaration is not allowed in a module file")
@@ -63,7 +67,8 @@ enum XMLTree {
         guard let root = xmlDocGetRootElement(document) else {
             throw XMLError(line: 1, message: "the document has no root element")
         }
-        return try element(root)
+        var builder = Builder(bytes: bytes, context: context)
+        return try builder.element(root, searchingFrom: 0)
     }
 
     private static func describe(_ error: xmlError) -> String {
@@ -72,55 +77,129 @@ enum XMLTree {
         return "malformed XML: \(message)"
     }
 
-    private static func element(_ node: xmlNodePtr) throws(XMLError) -> XMLElement {
-        let line = Int(xmlGetLineNo(node))
-        var name = String(cString: node.pointee.name)
-        if let namespace = node.pointee.ns, let prefix = namespace.pointee.prefix {
-            name = String(cString: prefix) + ":" + name
+    /// Builds the tree, following byte positions through the source to know
+    /// where each text starts.
+    private struct Builder {
+        let bytes: [UInt8]
+        let context: xmlParserCtxtPtr
+        /// Offsets of the line feeds in `bytes`.
+        let newlines: [Int]
+
+        init(bytes: [UInt8], context: xmlParserCtxtPtr) {
+            self.bytes = bytes
+            self.context = context
+            newlines = bytes.indices.filter { bytes[$0] == UInt8(ascii: "\n") }
         }
-        var attributes: [(name: String, value: String)] = []
-        var attribute = node.pointee.properties
-        while let current = attribute {
-            let attributeName = String(cString: current.pointee.name)
-            var value = ""
-            var child = current.pointee.children
-            while let part = child {
-                if part.pointee.type == XML_ENTITY_REF_NODE {
-                    throw XMLError(line: line, message: "entity references are not allowed in a module file")
-                }
-                if let content = part.pointee.content { value += String(cString: content) }
-                child = part.pointee.next
+
+        /// The 1-based line of byte `offset`.
+        func line(at offset: Int) -> Int {
+            var low = 0
+            var high = newlines.count
+            while low < high {
+                let middle = (low + high) / 2
+                if newlines[middle] < offset { low = middle + 1 } else { high = middle }
             }
-            attributes.append((attributeName, value))
-            attribute = current.pointee.next
+            return low + 1
         }
-        var children: [XMLNode] = []
-        var child = node.pointee.children
-        while let current = child {
-            let childLine = Int(xmlGetLineNo(current))
-            switch current.pointee.type {
-            case XML_ELEMENT_NODE:
-                children.append(.element(try element(current)))
-            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
-                let text = current.pointee.content.map { String(cString: $0) } ?? ""
-                // Adjacent character data (text, then CDATA) reads as one text.
-                if case .text(let previous, let previousLine) = children.last {
-                    children[children.count - 1] = .text(previous + text, line: previousLine)
-                } else {
-                    children.append(.text(text, line: childLine))
-                }
-            case XML_COMMENT_NODE:
-                let text = current.pointee.content.map { String(cString: $0) } ?? ""
-                children.append(.comment(text, line: childLine))
-            case XML_ENTITY_REF_NODE:
-                throw XMLError(line: childLine, message: "entity references are not allowed in a module file")
-            case XML_PI_NODE:
-                throw XMLError(line: childLine, message: "processing instructions are not allowed in a module file")
-            default:
-                throw XMLError(line: childLine, message: "unexpected XML content")
+
+        /// Where `marker` next occurs from `offset`, or nil.
+        func find(_ marker: String, from offset: Int) -> Int? {
+            let marker = Array(marker.utf8)
+            var index = offset
+            while index + marker.count <= bytes.count {
+                if bytes[index] == marker[0] && bytes[index..<(index + marker.count)].elementsEqual(marker) { return index }
+                index += 1
             }
-            child = current.pointee.next
+            return nil
         }
-        return XMLElement(name: name, line: line, attributes: attributes, children: children)
+
+        /// The offset just after the next start tag at or after `offset`: the
+        /// first `<` followed by a name (text holds no raw `<`; comments and
+        /// CDATA sections have been stepped over by the caller).
+        func endOfNextStartTag(from offset: Int) -> Int? {
+            var index = offset
+            while index + 1 < bytes.count {
+                let next = bytes[index + 1]
+                if bytes[index] == UInt8(ascii: "<") && (isASCIILetter(next) || next == UInt8(ascii: "_") || next == UInt8(ascii: ":")) {
+                    break
+                }
+                index += 1
+            }
+            guard index + 1 < bytes.count else { return nil }
+            var quote: UInt8?
+            while index < bytes.count {
+                let byte = bytes[index]
+                if let open = quote {
+                    if byte == open { quote = nil }
+                } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                    quote = byte
+                } else if byte == UInt8(ascii: ">") {
+                    return index + 1
+                }
+                index += 1
+            }
+            return nil
+        }
+
+        /// The element `node`, whose start tag is the next one from `offset`.
+        mutating func element(_ node: xmlNodePtr, searchingFrom offset: Int?) throws(XMLError) -> XMLElement {
+            let line = Int(xmlGetLineNo(node))
+            var cursor = offset.flatMap(endOfNextStartTag)
+            var name = String(cString: node.pointee.name)
+            if let namespace = node.pointee.ns, let prefix = namespace.pointee.prefix {
+                name = String(cString: prefix) + ":" + name
+            }
+            var attributes: [(name: String, value: String)] = []
+            var attribute = node.pointee.properties
+            while let current = attribute {
+                let attributeName = String(cString: current.pointee.name)
+                var value = ""
+                var child = current.pointee.children
+                while let part = child {
+                    if part.pointee.type == XML_ENTITY_REF_NODE {
+                        throw XMLError(line: line, message: "entity references are not allowed in a module file")
+                    }
+                    if let content = part.pointee.content { value += String(cString: content) }
+                    child = part.pointee.next
+                }
+                attributes.append((attributeName, value))
+                attribute = current.pointee.next
+            }
+            var children: [XMLNode] = []
+            var child = node.pointee.children
+            while let current = child {
+                let fallbackLine = Int(xmlGetLineNo(current))
+                switch current.pointee.type {
+                case XML_ELEMENT_NODE:
+                    children.append(.element(try element(current, searchingFrom: cursor)))
+                    cursor = xmlParserFindNodeInfo(context, current).map { Int($0.pointee.end_pos) }
+                case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                    let text = current.pointee.content.map { String(cString: $0) } ?? ""
+                    let textLine = cursor.map { self.line(at: $0) } ?? fallbackLine
+                    // Adjacent character data (text, then CDATA) reads as one text.
+                    if case .text(let previous, let previousLine) = children.last {
+                        children[children.count - 1] = .text(previous + text, line: previousLine)
+                    } else {
+                        children.append(.text(text, line: textLine))
+                    }
+                    if current.pointee.type == XML_CDATA_SECTION_NODE, let start = cursor {
+                        cursor = find("]]>", from: start).map { $0 + 3 }
+                    }
+                case XML_COMMENT_NODE:
+                    let text = current.pointee.content.map { String(cString: $0) } ?? ""
+                    let start = cursor.flatMap { find("<!--", from: $0) }
+                    children.append(.comment(text, line: start.map { self.line(at: $0) } ?? fallbackLine))
+                    cursor = start.flatMap { find("-->", from: $0 + 4) }.map { $0 + 3 }
+                case XML_ENTITY_REF_NODE:
+                    throw XMLError(line: fallbackLine, message: "entity references are not allowed in a module file")
+                case XML_PI_NODE:
+                    throw XMLError(line: fallbackLine, message: "processing instructions are not allowed in a module file")
+                default:
+                    throw XMLError(line: fallbackLine, message: "unexpected XML content")
+                }
+                child = current.pointee.next
+            }
+            return XMLElement(name: name, line: line, attributes: attributes, children: children)
+        }
     }
 }

@@ -26,7 +26,7 @@ import Testing
         #expect(try demo.render("createTable") == [SQL(#"create table if not exists demoTable ("index" integer primary key, content text)"#)])
         #expect(try demo.render("insertItem", #"["something"]"#) == [SQL("insert into demoTable (content) values(?)", ["something"])])
         #expect(try demo.render("getItem", "[1]") == [SQL(#"select content from demoTable where "index" = ?"#, [1])])
-        #expect(demo.methods.allSatisfy(\.isPrecomputed))
+        #expect(demo.methods.allSatisfy { $0.isPrecomputed })
     }
 
     @Test func messagesEncryptsContentAndRendersTheReferenceFind() throws {

@@ -34,7 +34,7 @@ import Testing
             throw RenderError(code: .unsafeInline, method: "test", message: String(cString: sqlite3_errmsg(database)))
         }
         defer { sqlite3_finalize(prepared) }
-        #expect(tail.map { String(cString: $0).allSatisfy(\.isWhitespace) } ?? true, "a second statement followed: \(statement.sql)")
+        #expect(tail.map { String(cString: $0).allSatisfy { $0.isWhitespace } } ?? true, "a second statement followed: \(statement.sql)")
         for (index, value) in statement.bindings.enumerated() {
             if case .string(let text) = value {
                 sqlite3_bind_text(prepared, Int32(index + 1), text, -1, daogate_sqlite_transient())

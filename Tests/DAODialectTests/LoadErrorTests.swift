@@ -94,7 +94,7 @@ import Testing
             <sql id="a">x ${b}</sql>
             <sql id="b">y ${a}</sql>
             <select id="s">select ${a}</select>
-            """), 3, "${b} includes itself: a → b → a"),
+            """), 3, "${a} includes itself: a → b → a"),
         ("fragment including itself", module("""
             <sql id="a">x ${a}</sql>
             <select id="s">select ${a}</select>
@@ -125,6 +125,8 @@ import Testing
          "an argument cannot be named 'nil', a keyword of expressions"),
         ("unknown argument type", module("<select id=\"a\" arguments=\"x:integer64\">select 1</select>"), 2,
          "argument 'x': 'integer64' is not a type"),
+        ("result class not capitalised", module("<select id=\"a\" result=\"[strings]\">select 1</select>"), 2,
+         "result=\"[strings]\" is not a result type"),
         ("expression syntax", module("<select id=\"a\" arguments=\"x\">select 1 <if true=\"x = 1\">y</if></select>"), 2,
          "<if true=\"x = 1\">: "),
         ("expression with an unknown name", module("<select id=\"a\" arguments=\"x\">select 1 <if true=\"y != nil\">y</if></select>"), 2,

@@ -158,7 +158,7 @@ import Testing
         #expect(upgrade.toVersion == Version("3.2"))
         let statements = try upgrade.render(table: "tableDemo")
         #expect(statements.map(\.sql) == ["alter table tableDemo add column1 text", "alter table tableDemo add column2 text"])
-        #expect(statements.allSatisfy(\.resumable))
+        #expect(statements.allSatisfy { $0.resumable })
     }
 
     @Test func upgradesAreKeptInVersionOrder() throws {

@@ -60,7 +60,7 @@ import Testing
 
     @Test func binaryGarbageIsAMalformedDocument() {
         let path = fixture.directory.appendingPathComponent("garbage.xml").path
-        FileManager.default.createFile(atPath: path, contents: Data((0..<512).map { UInt8(truncatingIfNeeded: $0 &* 37) }))
+        _ = FileManager.default.createFile(atPath: path, contents: Data((0..<512).map { UInt8(truncatingIfNeeded: $0 &* 37) }))
         do {
             _ = try ModuleLoader.load(file: path)
             Issue.record("loaded garbage")

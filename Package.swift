@@ -28,11 +28,18 @@ let package = Package(
             name: "DAODialect",
             dependencies: ["DAOValue", "CLibXML2", "CSQLite"]
         ),
+        // The engine: SQLite connections, execution, results, table lifecycle,
+        // encryption, storage spaces.
+        .target(
+            name: "DAOEngine",
+            dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL"]
+        ),
         // The thin executable.
         .executableTarget(
             name: "daogate",
             dependencies: [
                 "DAODialect",
+                "DAOEngine",
                 "DAOValue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -41,11 +48,12 @@ let package = Package(
         // Micro-benchmarks, run by bench/run on a release build.
         .executableTarget(
             name: "daogate-bench",
-            dependencies: ["DAODialect", "DAOValue"]
+            dependencies: ["DAODialect", "DAOEngine", "DAOValue", "CSQLite"]
         ),
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
     ],
     swiftLanguageModes: [.v6]
 )

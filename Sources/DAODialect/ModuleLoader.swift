@@ -427,6 +427,16 @@ struct ModuleParser {
             return nil
         }
         guard errors.count == errorCount else { return nil }
+        if kind == .select {
+            let counts: [Int] = switch body {
+            case .statements(let statements): [statements.count]
+            case .tryExcept(let tried, let excepted): [tried.count, excepted.count]
+            }
+            if counts.contains(where: { $0 != 1 }) {
+                error(line, "select '\(id)' must run exactly one statement: <step> is for insert, update, delete and upgrade")
+                return nil
+            }
+        }
         scope = bodyParser.scope
         return Method(name: id, moduleName: moduleName, qualifiedName: moduleName + "." + id, kind: kind, line: line, documentation: documentation, arguments: arguments,
                       result: result, foreach: foreach, body: body, localCount: scope.localCount)

@@ -23,6 +23,8 @@ public struct RenderedStatement: Sendable {
     public var resumable: Bool
     /// Where the statement is in the module file.
     public var line: Int
+    /// Whether caller values were inlined into the SQL text (`@{}`).
+    public var inlinesValues: Bool = false
 }
 
 /// One run of a method body: its statements, and for `<try>` the statements
@@ -129,8 +131,8 @@ extension Statement {
             if context.quit { return .quit }
             let sql = context.buffer.finish()
             if sql.isEmpty { return .nothing }
-            return .run(RenderedStatement(sql: sql, bindings: context.bindings,
-                                          encrypted: context.encrypted, resumable: resumable, line: line))
+            return .run(RenderedStatement(sql: sql, bindings: context.bindings, encrypted: context.encrypted,
+                                          resumable: resumable, line: line, inlinesValues: context.inlined))
         }
     }
 }
@@ -158,6 +160,8 @@ struct RenderContext {
     var stopped = false
     /// `onVoid="quit"` fired: skip the statement.
     var quit = false
+    /// An `@{}` wrote a caller's value into the text.
+    var inlined = false
     /// Where the run of raw `@{x no ""}` text that ends the buffer starts, so
     /// adjacent raw values are checked together.
     var rawRunStart: Int?
@@ -218,6 +222,7 @@ struct RenderContext {
     }
 
     mutating func inline(_ reference: InlineReference) throws(RenderError) {
+        inlined = true
         let value: Value
         do { value = try reference.path.resolve(in: frame) } catch {
             throw failure(.wrongType, "@{\(reference.path)}: \(error.message)", argument: reference.path.description)

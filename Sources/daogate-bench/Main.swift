@@ -5,6 +5,7 @@ import Foundation
 /// daogate's micro-benchmarks (release builds; `bench/run` drives them).
 ///
 ///     daogate-bench render MODULES_DIR BENCH_MODULES_DIR
+///     daogate-bench engine MODULES_DIR BENCH_MODULES_DIR
 @main
 enum Bench {
     static func main() throws {
@@ -14,13 +15,17 @@ enum Bench {
             let folders = Array(arguments.dropFirst())
             guard folders.count == 2 else { usage() }
             try RenderBenchmark(modules: folders[0], benchModules: folders[1]).run()
+        case "engine":
+            let folders = Array(arguments.dropFirst())
+            guard folders.count == 2 else { usage() }
+            try EngineBenchmark(modules: folders[0], benchModules: folders[1]).run()
         default:
             usage()
         }
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: daogate-bench render MODULES_DIR BENCH_MODULES_DIR\n".utf8))
+        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR\n".utf8))
         exit(2)
     }
 }

@@ -38,6 +38,8 @@ import Testing
               <if true="x">vacuum</if>
             </update>
             """), 4, "method 'a' has <step>s, so <if> must be inside a <step>"),
+ ("steps in a select", module("<select id=\"a\"><step>select 1</step><step>select 2</step></select>"), 2,
+         "select 'a' must run exactly one statement: <step> is for insert, update, delete and upgrade"),
         ("nested step", module("<update id=\"a\"><step>delete <step>from t</step></step></update>"), 2,
          "a <step> must be a direct child of its method or upgrade, and cannot contain another step"),
         ("foreach not collection.item", module("<insert id=\"a\" arguments=\"ms\" foreach=\"ms\">insert into t values (1)</insert>"), 2,

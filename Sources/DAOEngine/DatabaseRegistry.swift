@@ -1,0 +1,135 @@
+import Synchronization
+
+/// A database file in use by the engine: its connections, and the tables
+/// whose initializer and upgrades have been seen to this process.
+public final class OpenDatabase: Sendable {
+    public let location: StorageLocation
+    public let pool: DatabasePool
+    /// Tables known to be at their module's version in this file.
+    let readyTables = Mutex<Set<String>>([])
+
+    init(location: StorageLocation, pool: DatabasePool) {
+        self.location = location
+        self.pool = pool
+    }
+
+    func isReady(_ table: String) -> Bool { readyTables.withLock { $0.contains(table) } }
+    func markReady(_ table: String) { _ = readyTables.withLock { $0.insert(table) } }
+    func forget(_ table: String) { _ = readyTables.withLock { $0.remove(table) } }
+}
+
+/// The open database files, at most `capacity` of them: beyond it the least
+/// recently used idle ones are closed, and reopened on demand, so that ten
+/// thousand users do not exhaust the process's file descriptors.
+final class DatabaseRegistry: Sendable {
+    let root: String
+    let capacity: Int
+    let configuration: DatabaseConfiguration
+
+    private struct Entry {
+        let database: OpenDatabase
+        var leases: Int
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        var entries: [StorageLocation: Entry] = [:]
+        var clock: UInt64 = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    init(root: String, capacity: Int, configuration: DatabaseConfiguration) {
+        self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.capacity = max(1, capacity)
+        self.configuration = configuration
+    }
+
+    /// The path of a location's file.
+    func path(of location: StorageLocation) -> String { root + "/" + location.relativePath }
+
+    /// Runs `body` with the location's database open, opening it if needed.
+    func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
+        let database = try acquire(location)
+        defer { release(location) }
+        return try body(database)
+    }
+
+    private func acquire(_ location: StorageLocation) throws(EngineError) -> OpenDatabase {
+        let result: Result<OpenDatabase, EngineError> = state.withLock { state in
+            if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
+            state.clock &+= 1
+            if var entry = state.entries[location] {
+                entry.leases += 1
+                entry.lastUse = state.clock
+                state.entries[location] = entry
+                return .success(entry.database)
+            }
+            // Opened under the lock, so that one file never gets two pools (two writers).
+            do {
+                let pool = try DatabasePool(path: path(of: location), configuration: configuration)
+                let database = OpenDatabase(location: location, pool: pool)
+                state.entries[location] = Entry(database: database, leases: 1, lastUse: state.clock)
+                return .success(database)
+            } catch {
+                return .failure(EngineError(.storageFailed, "cannot open the database (\(location)): \(error.message)", sqlite: error))
+            }
+        }
+        let database = try result.get()
+        trim()
+        return database
+    }
+
+    private func release(_ location: StorageLocation) {
+        state.withLock { state in
+            state.clock &+= 1
+            state.entries[location]?.leases -= 1
+            state.entries[location]?.lastUse = state.clock
+        }
+    }
+
+    /// Closes least recently used idle databases while more than `capacity` are open.
+    private func trim() {
+        let victims: [OpenDatabase] = state.withLock { state in
+            guard state.entries.count > capacity else { return [] }
+            let idle = state.entries.filter { $0.value.leases == 0 }.sorted { $0.value.lastUse < $1.value.lastUse }
+            let excess = state.entries.count - capacity
+            return idle.prefix(excess).map { location, entry in
+                state.entries[location] = nil
+                return entry.database
+            }
+        }
+        for database in victims { database.pool.close() }
+    }
+
+    /// The databases open right now.
+    var openCount: Int { state.withLock { $0.entries.count } }
+
+    /// Connections open right now, over all databases.
+    var openConnectionCount: Int {
+        let databases = state.withLock { $0.entries.values.map(\.database) }
+        return databases.reduce(0) { $0 + $1.pool.openConnectionCount }
+    }
+
+    /// Closes a location's database if it is open and idle (before its file is removed).
+    func close(_ location: StorageLocation) -> Bool {
+        let database: OpenDatabase? = state.withLock { state in
+            guard let entry = state.entries[location], entry.leases == 0 else { return nil }
+            state.entries[location] = nil
+            return entry.database
+        }
+        database?.pool.close()
+        return database != nil || state.withLock { $0.entries[location] == nil }
+    }
+
+    /// Closes every database; later calls fail. In-flight work finishes first.
+    func closeAll() {
+        let databases = state.withLock { state in
+            state.closed = true
+            defer { state.entries.removeAll() }
+            return state.entries.values.map(\.database)
+        }
+        for database in databases { database.pool.close() }
+    }
+}

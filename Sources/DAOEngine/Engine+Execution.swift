@@ -1,0 +1,171 @@
+import CSQLite
+import DAODialect
+import DAOValue
+
+/// Where statements come from, for error messages and encryption.
+struct Origin {
+    let module: Module
+    /// `Module.method`, or `Module: upgrade to 1.2`.
+    let name: String
+}
+
+extension Target {
+    var origin: Origin { Origin(module: module, name: method.qualifiedName) }
+}
+
+extension Engine {
+    // MARK: Selects
+
+    /// A select's result: one value, or for a method-level `foreach` an
+    /// array of them read in one snapshot.
+    func select(_ target: Target, _ runs: [RenderedRun], on db: Database) throws(EngineError) -> Value {
+        let type = target.method.result ?? .array(.row)
+        guard target.method.foreach != nil else { return try select(runs[0], type, target.origin, on: db) }
+        var results: [Value] = []
+        results.reserveCapacity(runs.count)
+        if db.isInTransaction {
+            for run in runs { results.append(try select(run, type, target.origin, on: db)) }
+        } else {
+            try snapshot(db) { () throws(EngineError) in
+                for run in runs { results.append(try select(run, type, target.origin, on: db)) }
+            }
+        }
+        return .array(results)
+    }
+
+    private func select(_ run: RenderedRun, _ type: ResultType, _ origin: Origin, on db: Database) throws(EngineError) -> Value {
+        guard let statement = run.statements.last else { return type.isArray ? .array([]) : .null }
+        guard let except = run.except else { return try query(statement, type, origin, on: db) }
+        do {
+            return try query(statement, type, origin, on: db)
+        } catch let tried {
+            guard let alternative = except.last else { return type.isArray ? .array([]) : .null }
+            do {
+                return try query(alternative, type, origin, on: db)
+            } catch {
+                throw bothFailed(tried, error)
+            }
+        }
+    }
+
+    private func query(_ statement: RenderedStatement, _ type: ResultType, _ origin: Origin,
+                       on db: Database) throws(EngineError) -> Value {
+        let prepared = try prepare(statement, origin, on: db)
+        defer { prepared.reset() }
+        try bind(statement, to: prepared, origin)
+        let reader = ResultReader(module: origin.module, method: origin.name, line: statement.line, cipher: configuration.cipher)
+        return try reader.read(prepared, as: type)
+    }
+
+    /// `body` inside one read transaction: every statement sees the same snapshot.
+    private func snapshot(_ db: Database, _ body: () throws(EngineError) -> Void) throws(EngineError) {
+        do {
+            try db.inTransaction(.deferred) { try body() }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+
+    // MARK: Writes
+
+    /// Runs a write method's runs on the writer, inside the caller's transaction.
+    func write(_ target: Target, _ runs: [RenderedRun], on db: Database) throws(EngineError) -> WriteResult {
+        sqlite3_set_last_insert_rowid(db.handle, 0)
+        var changes = 0
+        for run in runs {
+            changes += try execute(run, target.origin, on: db)
+        }
+        return WriteResult(changes: changes, lastInsertRowID: db.lastInsertRowID)
+    }
+
+    /// One run: its statements, or for `<try>` its except branch when they fail.
+    func execute(_ run: RenderedRun, _ origin: Origin, on db: Database) throws(EngineError) -> Int {
+        guard let except = run.except else { return try execute(run.statements, origin, on: db) }
+        do {
+            return try savepoint(db) { () throws(EngineError) in try execute(run.statements, origin, on: db) }
+        } catch let tried {
+            do {
+                return try savepoint(db) { () throws(EngineError) in try execute(except, origin, on: db) }
+            } catch {
+                throw bothFailed(tried, error)
+            }
+        }
+    }
+
+    /// Statements in order; a failing `resumable` step is rolled back and skipped.
+    func execute(_ statements: [RenderedStatement], _ origin: Origin, on db: Database) throws(EngineError) -> Int {
+        var changes = 0
+        for statement in statements {
+            if statement.resumable {
+                do {
+                    changes += try savepoint(db) { () throws(EngineError) in try execute(statement, origin, on: db) }
+                } catch {
+                    continue
+                }
+            } else {
+                changes += try execute(statement, origin, on: db)
+            }
+        }
+        return changes
+    }
+
+    /// One statement, run to completion; returns the rows it changed.
+    private func execute(_ statement: RenderedStatement, _ origin: Origin, on db: Database) throws(EngineError) -> Int {
+        let before = db.totalChanges
+        let prepared = try prepare(statement, origin, on: db)
+        try bind(statement, to: prepared, origin)
+        do {
+            try prepared.run()
+        } catch {
+            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+        }
+        return db.totalChanges - before
+    }
+
+    // MARK: Statements
+
+    /// The prepared statement, from the connection's cache unless caller
+    /// values are written into its text (which would only churn the cache).
+    private func prepare(_ statement: RenderedStatement, _ origin: Origin, on db: Database) throws(EngineError) -> Statement {
+        do {
+            return statement.inlinesValues ? try db.makeStatement(statement.sql) : try db.cachedStatement(statement.sql)
+        } catch {
+            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
+                              inlinesValues: statement.inlinesValues)
+        }
+    }
+
+    /// Binds the statement's values, encrypting those written to `crypt` properties.
+    private func bind(_ statement: RenderedStatement, to prepared: Statement, _ origin: Origin) throws(EngineError) {
+        var values = statement.bindings
+        if !statement.encrypted.isEmpty {
+            guard let cipher = configuration.cipher else {
+                throw EngineError(.encryption, "no encryption key is configured", method: origin.name, line: statement.line)
+            }
+            for binding in statement.encrypted where !values[binding.index].isNull {
+                do {
+                    values[binding.index] = .blob(try cipher.encrypt(values[binding.index], context: binding.property))
+                } catch {
+                    throw EngineError(.encryption, "cannot encrypt \(binding.property): \(error.message)",
+                                      method: origin.name, line: statement.line)
+                }
+            }
+        }
+        do {
+            try prepared.bind(values)
+        } catch {
+            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+        }
+    }
+
+    /// The error of a `<try>` whose except branch failed too.
+    private func bothFailed(_ tried: EngineError, _ excepted: EngineError) -> EngineError {
+        var error = excepted
+        error.message = "the try branch failed (\(tried.message)), and so did the except branch: \(excepted.message)"
+        return error
+    }
+}

@@ -1,0 +1,177 @@
+import DAODialect
+import DAOValue
+import Foundation
+
+/// The reference's `APDAOProtocol` operations, for a module in a caller's storage.
+extension Engine {
+    /// What `deleteTables` removed.
+    public struct DeletedTables: Sendable, Equatable {
+        public var tables: [String]
+        public var vacuumed: Bool
+    }
+
+    /// A table a module has created in a database, with its stored version.
+    public struct TableInfo: Sendable, Equatable {
+        public var table: String
+        public var version: Version?
+    }
+
+    /// The rowid of the last row inserted by the last write method in the
+    /// module's database (`lastInsertRowId`); 0 when it inserted none. Calls
+    /// of other callers of the same database come in between: prefer the
+    /// `lastInsertRowID` of a call's own result.
+    public func lastInsertRowID(module name: String, context: CallContext) throws(EngineError) -> Int64 {
+        let module = try self.module(name)
+        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+            try withWriter(database) { db throws(EngineError) in db.lastInsertRowID }
+        }
+    }
+
+    /// The module's method ids, in file order (`allMethodsList`).
+    public func methodNames(module name: String) throws(EngineError) -> [String] {
+        try module(name).methods.map(\.name)
+    }
+
+    /// The stored version of the module's table in the caller's database, nil
+    /// when the table has not been created there.
+    public func storedVersion(module name: String, table requested: String? = nil,
+                              context: CallContext) throws(EngineError) -> Version? {
+        let module = try self.module(name)
+        let table = try table(of: module, requested: requested)
+        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+            try withReader(database) { db throws(EngineError) in
+                guard try tableExists("TableVersions", on: db) else { return nil }
+                let text = try queryText("select version from TableVersions where tableName = ?", [.string(table)], on: db)
+                return text.flatMap(Version.init)
+            }
+        }
+    }
+
+    /// The tables the module has created in the caller's database (several
+    /// for a template module), with their versions.
+    public func tables(module name: String, context: CallContext) throws(EngineError) -> [TableInfo] {
+        let module = try self.module(name)
+        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+            try withReader(database) { db throws(EngineError) in try tables(of: module, on: db) }
+        }
+    }
+
+    /// Drops the module's table (`deleteTable`). The module stays usable: its
+    /// next call creates the table again.
+    @discardableResult
+    public func deleteTable(module name: String, table requested: String? = nil,
+                            context: CallContext) throws(EngineError) -> Bool {
+        let module = try self.module(name)
+        let table = try table(of: module, requested: requested)
+        let location = try location(of: module, context: context)
+        let existed = try withDatabase(location) { database throws(EngineError) -> Bool in
+            defer { database.forget(table) }
+            return try withWriter(database) { db throws(EngineError) -> Bool in
+                try transaction(db) { () throws(EngineError) -> Bool in
+                    let existed = try tableExists(table, on: db)
+                    try run("drop table if exists \(quoted(table))", on: db)
+                    try run(tableVersionsSchema, on: db)
+                    try run("delete from TableVersions where tableName = ?", [.string(table)], on: db)
+                    return existed
+                }
+            }
+        }
+        if existed {
+            observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
+        }
+        return existed
+    }
+
+    /// Drops the module's tables whose whole name matches a POSIX extended
+    /// regular expression (`deleteTablesWithRegex:autovacuum:progress:`).
+    ///
+    /// Only tables the module created are considered, so no caller can drop
+    /// another module's tables. `progress` receives the fraction done after
+    /// each table. POSIX matching runs in linear time: no pattern can stall it.
+    public func deleteTables(module name: String, matching pattern: String, vacuum: Bool, context: CallContext,
+                             progress: ((Double) -> Void)? = nil) throws(EngineError) -> DeletedTables {
+        let module = try self.module(name)
+        let expression = try PosixRegex(pattern)
+        let location = try location(of: module, context: context)
+        let dropped = try withDatabase(location) { database throws(EngineError) -> [String] in
+            let dropped = try withWriter(database) { db throws(EngineError) -> [String] in
+                let matching = try tables(of: module, on: db).map(\.table).filter(expression.matchesWhole)
+                try transaction(db) { () throws(EngineError) in
+                    for (index, table) in matching.enumerated() {
+                        try run("drop table if exists \(quoted(table))", on: db)
+                        try run("delete from TableVersions where tableName = ?", [.string(table)], on: db)
+                        progress?(Double(index + 1) / Double(matching.count))
+                    }
+                }
+                if vacuum { try run("vacuum", on: db) }
+                return matching
+            }
+            for table in dropped { database.forget(table) }
+            return dropped
+        }
+        for table in dropped {
+            observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
+        }
+        if dropped.isEmpty { progress?(1) }
+        return DeletedTables(tables: dropped, vacuumed: vacuum)
+    }
+
+    /// Rebuilds the module's database file, returning free pages to the file
+    /// system (`vacuumDatabase`).
+    public func vacuum(module name: String, context: CallContext) throws(EngineError) {
+        let module = try self.module(name)
+        try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+            try withWriter(database) { db throws(EngineError) in try run("vacuum", on: db) }
+        }
+    }
+
+    // MARK: Helpers
+
+    func module(_ name: String) throws(EngineError) -> Module {
+        guard let module = modules[name] else { throw EngineError(.unknownModule, "no module is named '\(name)'") }
+        return module
+    }
+
+    func tableExists(_ table: String, on db: Database) throws(EngineError) -> Bool {
+        try queryText("select name from sqlite_master where type = 'table' and name = ?", [.string(table)], on: db) != nil
+    }
+
+    private func tables(of module: Module, on db: Database) throws(EngineError) -> [TableInfo] {
+        guard try tableExists("TableVersions", on: db) else { return [] }
+        do {
+            let statement = try db.cachedStatement("select tableName, version from TableVersions where module = ? order by tableName")
+            defer { statement.reset() }
+            try statement.bind([.string(module.name)])
+            var tables: [TableInfo] = []
+            while try statement.step() {
+                tables.append(TableInfo(table: statement.string(at: 0), version: Version(statement.string(at: 1))))
+            }
+            return tables
+        } catch {
+            throw EngineError(.storageFailed, error.message, sqlite: error)
+        }
+    }
+}
+
+/// A POSIX extended regular expression (glibc's matcher, which does not backtrack).
+struct PosixRegex: ~Copyable {
+    private var compiled = regex_t()
+
+    init(_ pattern: String) throws(EngineError) {
+        guard pattern.utf8.count <= 256 else { throw EngineError(.invalidRegex, "the pattern is longer than 256 bytes") }
+        guard !pattern.utf8.contains(0) else { throw EngineError(.invalidRegex, "the pattern contains a NUL character") }
+        let status = regcomp(&compiled, "^(" + pattern + ")$", REG_EXTENDED | REG_NOSUB)
+        guard status == 0 else {
+            var buffer = [CChar](repeating: 0, count: 256)
+            regerror(status, &compiled, &buffer, buffer.count)
+            throw EngineError(.invalidRegex, "'\(pattern)' is not a POSIX extended regular expression: \(String(cString: buffer))")
+        }
+    }
+
+    func matchesWhole(_ text: String) -> Bool {
+        var compiled = compiled
+        return regexec(&compiled, text, 0, nil, 0) == 0
+    }
+
+    deinit { regfree(&compiled) }
+}

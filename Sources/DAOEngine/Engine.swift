@@ -1,0 +1,310 @@
+import DAODialect
+import DAOValue
+import Synchronization
+
+/// Runs DAO modules on SQLite files: the server-side APDataCenter.
+///
+/// Thread-safe: libmicrohttpd's worker threads call it concurrently. Each
+/// database file has one writer connection and a pool of readers (WAL);
+/// every write method runs in one transaction, every select in its own
+/// snapshot.
+public final class Engine: Sendable {
+    public struct Configuration: Sendable {
+        /// The folder that holds every database file.
+        public var dataDirectory: String
+        public var database: DatabaseConfiguration
+        /// Database files open at once; beyond it idle ones are closed.
+        public var maximumOpenDatabases: Int
+        /// The cipher of `crypt` properties; required when a module declares one.
+        public var cipher: Cipher?
+
+        public init(dataDirectory: String, database: DatabaseConfiguration = .init(),
+                    maximumOpenDatabases: Int = 128, cipher: Cipher? = nil) {
+            self.dataDirectory = dataDirectory
+            self.database = database
+            self.maximumOpenDatabases = maximumOpenDatabases
+            self.cipher = cipher
+        }
+    }
+
+    public let configuration: Configuration
+    /// The modules by name.
+    public let modules: [String: Module]
+    let registry: DatabaseRegistry
+    let observer: (any EngineObserver)?
+    /// Global arguments (`globalArguments`) by module name.
+    private let globalArguments = Mutex<[String: [String: Value]]>([:])
+
+    /// - Throws: when a module declares `crypt` and no cipher is configured.
+    public init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
+        if configuration.cipher == nil, let module = modules.first(where: { !$0.encryptedProperties.isEmpty }) {
+            throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured")
+        }
+        self.configuration = configuration
+        self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.registry = DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
+                                         configuration: configuration.database)
+        self.observer = observer
+    }
+
+    /// Closes every database, after in-flight work; later calls fail.
+    public func shutdown() { registry.closeAll() }
+
+    /// Database files open right now.
+    public var openDatabaseCount: Int { registry.openCount }
+
+    /// Sets the global arguments every method of `module` may read (the
+    /// reference's `globalArguments`); only names the module declares in
+    /// `globals` are visible.
+    public func setGlobalArguments(_ arguments: [String: Value], module: String) throws(EngineError) {
+        guard modules[module] != nil else { throw EngineError(.unknownModule, "no module is named '\(module)'") }
+        globalArguments.withLock { $0[module] = arguments }
+    }
+
+    public func globalArguments(module: String) -> [String: Value] {
+        globalArguments.withLock { $0[module] ?? [:] }
+    }
+}
+
+/// Who a call is for: the reference's current user and custom storage.
+public struct CallContext: Sendable, Hashable {
+    /// The caller's user id; required by user-dependent modules.
+    public var user: String?
+    /// A custom storage, overriding the module's `storage` attribute.
+    public var storage: String?
+
+    public init(user: String? = nil, storage: String? = nil) {
+        self.user = user
+        self.storage = storage
+    }
+}
+
+/// One method call.
+public struct Call: Sendable {
+    public var module: String
+    public var method: String
+    /// A JSON object by name, an array by position, or null.
+    public var arguments: Value
+    /// The table of a template module (the reference's `setTableName`).
+    public var table: String?
+
+    public init(module: String, method: String, arguments: Value = .null, table: String? = nil) {
+        self.module = module
+        self.method = method
+        self.arguments = arguments
+        self.table = table
+    }
+}
+
+/// What a call returns.
+public enum CallResult: Sendable, Equatable {
+    /// A select's result, shaped by its `result` type.
+    case value(Value)
+    /// A write's `APDAOResult`.
+    case write(WriteResult)
+}
+
+/// The reference's `APDAOResult`: success is implied (failures throw).
+public struct WriteResult: Sendable, Equatable {
+    /// Rows inserted, updated or deleted.
+    public var changes: Int
+    /// The rowid of the last row this call inserted, 0 when it inserted none.
+    public var lastInsertRowID: Int64
+
+    public init(changes: Int, lastInsertRowID: Int64) {
+        self.changes = changes
+        self.lastInsertRowID = lastInsertRowID
+    }
+}
+
+/// A call resolved to its module, method, database and table.
+struct Target {
+    let module: Module
+    let method: Method
+    let location: StorageLocation
+    let table: String
+}
+
+extension Engine {
+    /// Resolves a module and method by name, with no database involved.
+    public func method(_ module: String, _ method: String) throws(EngineError) -> (Module, Method) {
+        guard let found = modules[module] else {
+            throw EngineError(.unknownModule, "no module is named '\(module)'")
+        }
+        guard let method = found.method(named: method) else {
+            throw EngineError(.unknownMethod, "module \(module) has no method '\(method)'")
+        }
+        return (found, method)
+    }
+
+    /// The database a module uses for a caller.
+    public func location(of module: Module, context: CallContext) throws(EngineError) -> StorageLocation {
+        if let database = module.database { return .file(database) }
+        let storage = context.storage ?? module.storage
+        if let storage, let problem = storageNameProblem(storage) {
+            throw EngineError(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
+        }
+        guard module.userDependent else { return .common(storage: storage) }
+        guard let user = context.user else {
+            throw EngineError(.userRequired, "module \(module.name) keeps each user's data apart: the call needs a user id")
+        }
+        return .user(try UserID(user), storage: storage)
+    }
+
+    /// The table a call works on.
+    func table(of module: Module, requested: String?) throws(EngineError) -> String {
+        guard let fixed = module.tableName else {
+            guard let requested else {
+                throw EngineError(.invalidTable, "module \(module.name) is a template (empty tableName): the call must name its table")
+            }
+            if let problem = tableNameProblem(requested) {
+                throw EngineError(.invalidTable, "table '\(requested.prefix(80))': \(problem)")
+            }
+            return requested
+        }
+        if let requested, requested != fixed {
+            throw EngineError(.invalidTable, "module \(module.name) always uses table \(fixed); a table name is only for template modules")
+        }
+        return fixed
+    }
+
+    func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
+        let (module, method) = try self.method(call.module, call.method)
+        return Target(module: module, method: method, location: try location(of: module, context: context),
+                      table: try table(of: module, requested: call.table))
+    }
+
+    /// Renders a call: nothing runs when this throws.
+    func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
+        do {
+            let frame = try target.method.frame(arguments: call.arguments, globals: globalArguments(module: target.module.name))
+            return try target.method.render(frame: frame, table: target.table)
+        } catch {
+            throw EngineError(error)
+        }
+    }
+
+    /// Runs one method call.
+    public func call(_ call: Call, context: CallContext = CallContext()) throws(EngineError) -> CallResult {
+        let target = try target(of: call, context: context)
+        let runs = try render(call, target)
+        return try withDatabase(target.location) { database throws(EngineError) in
+            try prepareTable(target.module, target.table, in: database)
+            if target.method.kind == .select {
+                return .value(try withReader(database) { db throws(EngineError) in
+                    try select(target, runs, on: db)
+                })
+            }
+            return .write(try withWriter(database) { db throws(EngineError) in
+                try transaction(db) { () throws(EngineError) in try write(target, runs, on: db) }
+            })
+        }
+    }
+
+    /// Runs several calls in one transaction of one database: all or nothing
+    /// (the reference's `daoTransaction`). Every call must use the same
+    /// database; the result lists each call's result.
+    public func transaction(_ calls: [Call], context: CallContext = CallContext()) throws(EngineError) -> [CallResult] {
+        var targets: [Target] = []
+        var renders: [[RenderedRun]] = []
+        for (index, call) in calls.enumerated() {
+            do {
+                let target = try target(of: call, context: context)
+                if let first = targets.first, first.location != target.location {
+                    throw EngineError(.invalidArguments, "module \(target.module.name) uses another database (\(target.location)) than module \(first.module.name) (\(first.location)); a transaction runs in one database")
+                }
+                targets.append(target)
+                renders.append(try render(call, target))
+            } catch {
+                var failure = error
+                failure.callIndex = index
+                throw failure
+            }
+        }
+        guard let location = targets.first?.location else { return [] }
+        return try withDatabase(location) { database throws(EngineError) in
+            for target in targets { try prepareTable(target.module, target.table, in: database) }
+            return try withWriter(database) { db throws(EngineError) in
+                try transaction(db) { () throws(EngineError) in
+                    var results: [CallResult] = []
+                    for (index, target) in targets.enumerated() {
+                        do {
+                            results.append(target.method.kind == .select
+                                ? .value(try select(target, renders[index], on: db))
+                                : .write(try write(target, renders[index], on: db)))
+                        } catch {
+                            var failure = error
+                            failure.callIndex = index
+                            throw failure
+                        }
+                    }
+                    return results
+                }
+            }
+        }
+    }
+}
+
+// MARK: Typed-throw adapters over the SQLite layer's rethrowing closures
+
+extension Engine {
+    func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try registry.withDatabase(location) { database in try body(database) }
+        } catch let error as EngineError {
+            throw error
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+
+    func withWriter<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try database.pool.write { db in try body(db) }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+
+    func withReader<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try database.pool.read { db in try body(db) }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+
+    /// `body` in `BEGIN IMMEDIATE … COMMIT` (a savepoint when nested); rolled back when it throws.
+    func transaction<T>(_ db: Database, _ body: () throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try db.inTransaction(.immediate) { try body() }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+
+    /// `body` in a savepoint; rolled back to it when it throws.
+    func savepoint<T>(_ db: Database, _ body: () throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try db.inSavepoint { try body() }
+        } catch let error as EngineError {
+            throw error
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
+        } catch {
+            throw EngineError(.storageFailed, "\(error)")
+        }
+    }
+}

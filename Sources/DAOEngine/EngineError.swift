@@ -1,0 +1,91 @@
+import DAODialect
+
+/// Why a call, a transaction or a proxy operation failed; nothing it did was kept.
+///
+/// `code` is stable and machine-readable; the gateway maps it to an HTTP
+/// status (`isCallersFault` tells a 4xx from a 5xx).
+public struct EngineError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        case unknownModule = "unknown_module"
+        case unknownMethod = "unknown_method"
+        /// The arguments do not fit the method (see `render`).
+        case invalidArguments = "invalid_arguments"
+        /// A user-dependent module was called without a user id.
+        case userRequired = "user_required"
+        case invalidUser = "invalid_user"
+        case invalidTable = "invalid_table"
+        case invalidStorage = "invalid_storage"
+        /// A statement broke a constraint (UNIQUE, NOT NULL, CHECK, FOREIGN KEY).
+        case constraintViolation = "constraint_violation"
+        /// A value too large for SQLite.
+        case tooBig = "too_big"
+        /// A statement failed for another reason (the module's SQL, the data).
+        case statementFailed = "statement_failed"
+        /// The database stayed locked past the busy timeout.
+        case busy = "busy"
+        case upgradeFailed = "upgrade_failed"
+        /// A value could not be read as the method's result type.
+        case resultConversion = "result_conversion"
+        /// An encrypted value could not be decrypted (wrong key, tampering) or encrypted.
+        case encryption = "encryption"
+        case invalidRegex = "invalid_regex"
+        /// Something outside a call's control: an unreadable file, a closed database.
+        case storageFailed = "storage_failed"
+    }
+
+    public var code: Code
+    public var message: String
+    /// `Module.method`, when a method was involved.
+    public var method: String?
+    /// Where in the module file the failing statement is.
+    public var line: Int?
+    public var sqlite: SQLiteError?
+    public var render: RenderError?
+    /// In a transaction of several calls, the index of the call that failed.
+    public var callIndex: Int?
+
+    public init(_ code: Code, _ message: String, method: String? = nil, line: Int? = nil,
+                sqlite: SQLiteError? = nil, render: RenderError? = nil) {
+        self.code = code
+        self.message = message
+        self.method = method
+        self.line = line
+        self.sqlite = sqlite
+        self.render = render
+    }
+
+    /// The error of arguments that do not fit a method.
+    init(_ render: RenderError) {
+        let code: Code = render.code == .invalidTable ? .invalidTable : .invalidArguments
+        self.init(code, render.message, method: render.method, render: render)
+    }
+
+    /// The error of a statement SQLite refused. `inlinesValues` says whether
+    /// the caller's values are part of its SQL text (`@{}`), which makes an
+    /// SQL error theirs.
+    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, inlinesValues: Bool = false) {
+        let code: Code = if sqlite.isConstraintViolation { .constraintViolation }
+            else if sqlite.isBusy { .busy }
+            else if sqlite.code == 18 /* SQLITE_TOOBIG */ { .tooBig }
+            else if sqlite.code == 20 /* SQLITE_MISMATCH */ { .invalidArguments }
+            else if sqlite.code == 1 /* SQLITE_ERROR */ && inlinesValues { .invalidArguments }
+            else { .statementFailed }
+        let place = line.map { " (\(file.map { "\($0):" } ?? "line ")\($0))" } ?? ""
+        self.init(code, "the statement\(place) failed: \(sqlite.message)", method: method, line: line, sqlite: sqlite)
+    }
+
+    /// Whether the caller can fix it by sending something else (a 4xx).
+    public var isCallersFault: Bool {
+        switch code {
+        case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
+             .invalidStorage, .constraintViolation, .tooBig, .invalidRegex:
+            true
+        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed:
+            false
+        }
+    }
+
+    public var description: String {
+        (method.map { "\($0): " } ?? "") + message
+    }
+}

@@ -1,0 +1,151 @@
+import DAODialect
+
+/// A caller's user id, validated: the only way a user id reaches the file system.
+///
+/// Ids are 1 to 128 bytes of UTF-8 without control characters. A file name
+/// holds the id through a reversible encoding that can never contain `/`,
+/// `.`, NUL or upper-case letters (so case-insensitive file systems cannot
+/// merge two users): ids made only of `[a-z0-9_-]` keep their text behind a
+/// `p-` prefix; any other id is the lower-case base32 (RFC 4648, no padding)
+/// of its bytes behind an `x-` prefix. Either form is at most 207 characters.
+public struct UserID: Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    public static let maximumLength = 128
+
+    public init(_ text: String) throws(EngineError) {
+        let bytes = text.utf8.count
+        guard bytes > 0 else { throw EngineError(.invalidUser, "the user id is empty") }
+        guard bytes <= Self.maximumLength else {
+            throw EngineError(.invalidUser, "the user id is \(bytes) bytes long; at most \(Self.maximumLength) are allowed")
+        }
+        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw EngineError(.invalidUser, "the user id contains a control character")
+        }
+        rawValue = text
+    }
+
+    /// What logs may show: not the id, a short stable digest of it.
+    public var description: String { "user#" + fnv1a(rawValue) }
+
+    /// The file-name form of the id.
+    public var fileName: String {
+        if rawValue.utf8.allSatisfy(Self.isPlain) { return "p-" + rawValue }
+        return "x-" + Base32.encode(Array(rawValue.utf8))
+    }
+
+    /// The id back from its file-name form, nil when `name` is not one.
+    public init?(fileName name: String) {
+        if name.hasPrefix("p-") {
+            let id = String(name.dropFirst(2))
+            guard !id.isEmpty, id.utf8.allSatisfy(Self.isPlain), let user = try? UserID(id) else { return nil }
+            self = user
+        } else if name.hasPrefix("x-"), let bytes = Base32.decode(String(name.dropFirst(2))),
+                  let text = String(validating: bytes, as: UTF8.self), let user = try? UserID(text),
+                  user.fileName == name {
+            self = user
+        } else {
+            return nil
+        }
+    }
+
+    private static func isPlain(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+    }
+}
+
+/// Which database file a call runs in: the reference's APDataCenter common
+/// and user databases, those of a named custom storage (`APCustomStorage`),
+/// or one file a module is bound to (`daoWithPath:databasePath:`).
+public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
+    case common(storage: String?)
+    case user(UserID, storage: String?)
+    case file(String)
+
+    /// The file's path relative to the data folder.
+    public var relativePath: String {
+        switch self {
+        case .common(nil): "common.db"
+        case .user(let user, nil): "users/\(user.fileName).db"
+        case .common(let storage?): "storages/\(storage)/common.db"
+        case .user(let user, let storage?): "storages/\(storage)/users/\(user.fileName).db"
+        case .file(let path): "databases/\(path)"
+        }
+    }
+
+    /// The location for logs: user ids digested.
+    public var description: String {
+        switch self {
+        case .common(let storage): storage.map { "storage \($0), common" } ?? "common"
+        case .user(let user, let storage): (storage.map { "storage \($0), " } ?? "") + user.description
+        case .file(let path): "file \(path)"
+        }
+    }
+
+    public var storage: String? {
+        switch self {
+        case .common(let storage), .user(_, let storage): storage
+        case .file: nil
+        }
+    }
+}
+
+/// Why `name` cannot name a custom storage, or nil when it can.
+public func storageNameProblem(_ name: String) -> String? {
+    if name.isEmpty || name.utf8.count > 64 { return "a storage name is 1 to 64 characters" }
+    guard name.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+        || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }),
+        let first = name.utf8.first, first != UInt8(ascii: "-")
+    else { return "a storage name uses only letters, digits, '_' and '-', and does not start with '-'" }
+    return nil
+}
+
+/// RFC 4648 base32, lower case, without padding.
+enum Base32 {
+    private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count * 8 + 4) / 5)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | UInt32(byte)
+            bits += 8
+            while bits >= 5 {
+                output.append(alphabet[Int((buffer >> UInt32(bits - 5)) & 31)])
+                bits -= 5
+            }
+        }
+        if bits > 0 { output.append(alphabet[Int((buffer << UInt32(5 - bits)) & 31)]) }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        var output: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for character in text.utf8 {
+            guard let index = alphabet.firstIndex(of: character) else { return nil }
+            buffer = (buffer << 5) | UInt32(index)
+            bits += 5
+            if bits >= 8 {
+                output.append(UInt8((buffer >> UInt32(bits - 8)) & 0xFF))
+                bits -= 8
+            }
+        }
+        return output
+    }
+}
+
+/// A short non-cryptographic digest, for logs that must not show a value.
+func fnv1a(_ text: String) -> String {
+    var hash: UInt32 = 2_166_136_261
+    for byte in text.utf8 {
+        hash ^= UInt32(byte)
+        hash = hash &* 16_777_619
+    }
+    let digits = String(hash, radix: 16)
+    return String(repeating: "0", count: 8 - digits.count) + digits
+}

@@ -1,0 +1,120 @@
+import DAODialect
+import DAOEngine
+import DAOValue
+import Foundation
+import Testing
+
+/// Storage spaces: the common database, one per user, custom storages, bound files.
+@Suite struct StorageTests {
+    let fixture = EngineFixture()
+
+    static let perUser = """
+        <module name="Diary" tableName="entries" initializer="create" version="1.0" userDependent="true">
+          <update id="create">create table if not exists ${T} (id integer primary key, text text)</update>
+          <insert id="write" arguments="text">insert into ${T} (text) values (#{text})</insert>
+          <select id="read" result="[string]">select text from ${T} order by id</select>
+        </module>
+        """
+
+    @Test func eachUserHasTheirOwnDatabase() throws {
+        let engine = try fixture.engine(Self.perUser)
+        try engine.write("Diary", "write", #"["ann's"]"#, user: "ann")
+        try engine.write("Diary", "write", #"["bob's"]"#, user: "bob")
+        #expect(try engine.value("Diary", "read", user: "ann") == ["ann's"])
+        #expect(try engine.value("Diary", "read", user: "bob") == ["bob's"])
+        #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") } == ["users/p-ann.db", "users/p-bob.db"])
+        let missing = engine.failure("Diary", "read")
+        #expect(missing?.code == .userRequired)
+        #expect(missing?.isCallersFault == true)
+    }
+
+    @Test(arguments: ["../../etc/passwd", "..", ".", "a/b", "/etc/passwd", "Alice", "ALICE", "用户", "a b", "a.b", "x-abc", "p-abc",
+                      "%2e%2e", "\u{202E}evil", String(repeating: "z", count: 128)])
+    func hostileUserIDsStayInsideTheUsersFolder(id: String) throws {
+        let engine = try fixture.engine(Self.perUser)
+        try engine.write("Diary", "write", #"["mine"]"#, user: id)
+        #expect(try engine.value("Diary", "read", user: id) == ["mine"])
+        let files = fixture.dataFiles().filter { $0.hasSuffix(".db") }
+        #expect(files.count == 1)
+        let name = try #require(files.first)
+        #expect(name.hasPrefix("users/"))
+        let fileName = String(name.dropFirst("users/".count).dropLast(".db".count))
+        #expect(!fileName.contains("/") && !fileName.contains(".") && !fileName.contains("\0"))
+        #expect(fileName == fileName.lowercased())
+        #expect(fileName.utf8.count <= 207)
+        #expect(UserID(fileName: fileName)?.rawValue == id)
+    }
+
+    @Test(arguments: ["", "a\u{0}b", "tab\there", "line\nbreak", "del\u{7F}", String(repeating: "x", count: 129),
+                      String(repeating: "é", count: 65), String(repeating: "a", count: 10_240)])
+    func invalidUserIDsAreRefusedAndTouchNothing(id: String) throws {
+        let engine = try fixture.engine(Self.perUser)
+        let error = engine.failure("Diary", "write", #"["x"]"#, user: id)
+        #expect(error?.code == .invalidUser)
+        #expect(error?.isCallersFault == true)
+        #expect(fixture.dataFiles().isEmpty)
+    }
+
+    @Test func differentIDsNeverShareAFile() throws {
+        let ids = ["a", "A", "b-", "b_", "x-mfrgg", "p-a", "ab", "a\u{301}", "á"]
+        let names = Set(try ids.map { try UserID($0).fileName })
+        #expect(names.count == ids.count)
+    }
+
+    @Test func logsNeverShowTheUserID() throws {
+        let user = try UserID("alice@example.com")
+        #expect(!user.description.contains("alice"))
+        #expect(!StorageLocation.user(user, storage: nil).description.contains("alice"))
+    }
+
+    @Test func customStoragesHaveTheirOwnCommonAndUserDatabases() throws {
+        let shared = try fixture.module("""
+            <module name="Contacts" tableName="contacts" initializer="create" version="1.0" storage="Contact">
+              <update id="create">create table if not exists ${T} (name text)</update>
+              <insert id="add" arguments="name">insert into ${T} values (#{name})</insert>
+              <select id="all" result="[string]">select name from ${T}</select>
+            </module>
+            """, file: "contacts.xml")
+        let engine = try fixture.engine([shared, fixture.module(Self.perUser)])
+        try engine.write("Contacts", "add", #"["in Contact"]"#)
+        try engine.write("Contacts", "add", #"["in Other"]"#, storage: "Other")
+        try engine.write("Diary", "write", #"["in Work"]"#, user: "ann", storage: "Work")
+        #expect(try engine.value("Contacts", "all") == ["in Contact"])
+        #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") }
+            == ["storages/Contact/common.db", "storages/Other/common.db", "storages/Work/users/p-ann.db"])
+        for bad in ["../x", "a/b", "", ".hidden", "-x", String(repeating: "s", count: 65)] {
+            #expect((try? engine.write("Contacts", "add", #"["x"]"#, storage: bad)) == nil)
+        }
+    }
+
+    @Test func aModuleBoundToADatabaseFileUsesIt() throws {
+        let engine = try fixture.engine("""
+            <module name="Audit" tableName="audit" initializer="create" version="1.0" database="audit/log.db">
+              <update id="create">create table if not exists ${T} (event text)</update>
+              <insert id="log" arguments="event">insert into ${T} values (#{event})</insert>
+            </module>
+            """)
+        try engine.write("Audit", "log", #"["started"]"#, user: "ignored")
+        #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") } == ["databases/audit/log.db"])
+    }
+
+    @Test func manyUsersBeyondTheOpenFileCapAreServedWithinIt() throws {
+        let engine = try fixture.engine([fixture.module(Self.perUser)], maximumOpenDatabases: 8)
+        for user in 0..<120 {
+            try engine.write("Diary", "write", #"["entry of \#(user)"]"#, user: "user\(user)")
+            #expect(engine.openDatabaseCount <= 8)
+        }
+        for user in stride(from: 0, to: 120, by: 7) {
+            #expect(try engine.value("Diary", "read", user: "user\(user)") == [.string("entry of \(user)")])
+        }
+        #expect(engine.openDatabaseCount <= 8)
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for user in stride(from: worker, to: 120, by: 8) {
+                #expect(throws: Never.self) {
+                    #expect(try engine.value("Diary", "read", user: "user\(user)") == [.string("entry of \(user)")])
+                }
+            }
+        }
+        #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") }.count == 120)
+    }
+}

@@ -67,7 +67,7 @@ final class DatabaseRegistry: Sendable {
                 return .success(entry.database)
             }
             // Opened under the lock, so that one file never gets two pools (two writers).
-            do {
+            do throws(SQLiteError) {
                 let pool = try DatabasePool(path: path(of: location), configuration: configuration)
                 let database = OpenDatabase(location: location, pool: pool)
                 state.entries[location] = Entry(database: database, leases: 1, lastUse: state.clock)

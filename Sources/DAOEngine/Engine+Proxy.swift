@@ -14,6 +14,11 @@ extension Engine {
     public struct TableInfo: Sendable, Equatable {
         public var table: String
         public var version: Version?
+
+        public init(table: String, version: Version?) {
+            self.table = table
+            self.version = version
+        }
     }
 
     /// The rowid of the last row inserted by the last write method in the
@@ -154,7 +159,7 @@ extension Engine {
 }
 
 /// A POSIX extended regular expression (glibc's matcher, which does not backtrack).
-struct PosixRegex: ~Copyable {
+final class PosixRegex {
     private var compiled = regex_t()
 
     init(_ pattern: String) throws(EngineError) {
@@ -164,13 +169,12 @@ struct PosixRegex: ~Copyable {
         guard status == 0 else {
             var buffer = [CChar](repeating: 0, count: 256)
             regerror(status, &compiled, &buffer, buffer.count)
-            throw EngineError(.invalidRegex, "'\(pattern)' is not a POSIX extended regular expression: \(String(cString: buffer))")
+            throw EngineError(.invalidRegex, "'\(pattern)' is not a POSIX extended regular expression: \(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
         }
     }
 
     func matchesWhole(_ text: String) -> Bool {
-        var compiled = compiled
-        return regexec(&compiled, text, 0, nil, 0) == 0
+        regexec(&compiled, text, 0, nil, 0) == 0
     }
 
     deinit { regfree(&compiled) }

@@ -75,7 +75,7 @@ extension Engine {
         }
         guard stored < module.version else { return [] }
         observer?.engine(self, didEmit: event(.shouldUpgrade, from: stored))
-        do {
+        do throws(EngineError) {
             let reset = module.resetOnUpgrade || module.upgradeMinVersion.map { stored < $0 } == true
             let created = try transaction(db) { () throws(EngineError) -> Bool in
                 var created = false
@@ -85,7 +85,7 @@ extension Engine {
                 } else {
                     for upgrade in module.upgrades where stored < upgrade.toVersion && upgrade.toVersion <= module.version {
                         let statements: [RenderedStatement]
-                        do {
+                        do throws(RenderError) {
                             statements = try upgrade.render(table: table, globals: globalArguments(module: module.name))
                         } catch {
                             throw EngineError(error)

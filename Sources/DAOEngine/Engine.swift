@@ -208,7 +208,7 @@ extension Engine {
         var targets: [Target] = []
         var renders: [[RenderedRun]] = []
         for (index, call) in calls.enumerated() {
-            do {
+            do throws(EngineError) {
                 let target = try target(of: call, context: context)
                 if let first = targets.first, first.location != target.location {
                     throw EngineError(.invalidArguments, "module \(target.module.name) uses another database (\(target.location)) than module \(first.module.name) (\(first.location)); a transaction runs in one database")
@@ -228,7 +228,7 @@ extension Engine {
                 try transaction(db) { () throws(EngineError) in
                     var results: [CallResult] = []
                     for (index, target) in targets.enumerated() {
-                        do {
+                        do throws(EngineError) {
                             results.append(target.method.kind == .select
                                 ? .value(try select(target, renders[index], on: db))
                                 : .write(try write(target, renders[index], on: db)))

@@ -8,7 +8,9 @@ import DAOValue
 /// read each other's tables), then its upgrades in order; then every
 /// statement a method can render — with sample arguments of several kinds,
 /// since dynamic tags render differently — is prepared. SQLite's errors are
-/// reported at the statement's `file:line`.
+/// reported at the statement's `file:line`. A statement that inlines the
+/// caller's values (`@{}`) is still prepared, but its errors are not
+/// reported: its text depends on what the caller sends, not on the module.
 public enum SQLCheck {
     /// The table of a template module while it is checked.
     public static let templateTable = "daogate_check"
@@ -81,6 +83,7 @@ public enum SQLCheck {
                                        message: "select '\(method.name)' must only read: its statement writes"))
             }
         } catch {
+            if statement.inlinesValues { return }
             problems.add(LoadError(file: module.file, line: statement.line, message: "SQLite: \(error.message)"))
         }
     }

@@ -1,0 +1,150 @@
+import CSQLite
+
+/// One SQLite connection. Not Sendable: one thread at a time (the pool guarantees it).
+///
+/// Opened with `SQLITE_OPEN_NOMUTEX` (SQLite does no locking of its own),
+/// extended result codes, double-quoted strings as identifiers only, and the
+/// configuration's busy timeout; writable connections also get
+/// `foreign_keys = ON` and the configuration's `synchronous`. `":memory:"`
+/// opens a private in-memory database.
+public final class Database {
+    /// The file, or `":memory:"`.
+    public let path: String
+    /// Opened with `SQLITE_OPEN_READONLY`: every write fails with `SQLITE_READONLY`.
+    public let isReadOnly: Bool
+    /// `nil` once closed.
+    private var connection: SQLiteConnection?
+    /// Only ever touched by the connection's one thread: no need for exclusivity checks on the hot path.
+    @exclusivity(unchecked) private var cache: StatementCache
+    /// Savepoints open through `inSavepoint(_:)`, which names them `s_1`, `s_2`….
+    var savepointDepth = 0
+
+    /// Opens (a writable connection creates the file, not its folder) and configures the connection.
+    public init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(SQLiteError) {
+        self.path = path
+        self.isReadOnly = readOnly
+        self.cache = StatementCache(capacity: configuration.statementCacheCapacity)
+        self.connection = try Database.open(path: path, readOnly: readOnly, configuration: configuration)
+    }
+
+    deinit {
+        close()
+    }
+
+    private static func open(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(SQLiteError) -> SQLiteConnection {
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        var connection: SQLiteConnection?
+        let code = sqlite3_open_v2(path, &connection, access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        guard code == SQLITE_OK, let connection else {
+            var error = SQLiteError(resultCode: code, connection: connection, sql: nil)
+            error.message += ": \(path)"
+            sqlite3_close_v2(connection)
+            throw error
+        }
+        do {
+            try check(sqlite3_extended_result_codes(connection, 1), connection)
+            daogate_sqlite_disable_dqs(connection)
+            try check(sqlite3_busy_timeout(connection, configuration.busyTimeoutMilliseconds), connection)
+            if !readOnly {
+                let pragmas = "PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
+                try check(sqlite3_exec(connection, pragmas, nil, nil, nil), connection, sql: pragmas)
+            }
+        } catch {
+            sqlite3_close_v2(connection)
+            throw error
+        }
+        return connection
+    }
+
+    /// The raw connection, for the SQLite C API. Must not be used after `close()`.
+    public var handle: SQLiteConnection {
+        guard let connection else { preconditionFailure("Database.handle used after close(): \(path)") }
+        return connection
+    }
+
+    /// The connection, or the "closed" error.
+    @inline(__always)
+    func requireConnection() throws(SQLiteError) -> SQLiteConnection {
+        guard let connection else { throw .closed }
+        return connection
+    }
+
+    /// Runs one or more statements without bindings (`sqlite3_exec`); rows are discarded.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        let connection = try requireConnection()
+        try check(sqlite3_exec(connection, sql, nil, nil, nil), connection, sql: sql)
+    }
+
+    /// The statement for `sql`, prepared once per connection and kept: rewound, parameters NULL.
+    ///
+    /// Prepared with `SQLITE_PREPARE_PERSISTENT`; the cache evicts the least
+    /// recently used statement at `statementCacheCapacity`. The same SQL gives
+    /// the same object, so a statement must be done with before its SQL is
+    /// asked for again (use `makeStatement(_:)` to run one SQL text twice at
+    /// once). `sql` must hold exactly one statement.
+    public func cachedStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = cache.statement(for: sql) {
+            statement.rewindIfBusy()
+            statement.clearBindings()
+            return statement
+        }
+        let statement = try Statement.prepare(sql, connection: requireConnection(), flags: UInt32(SQLITE_PREPARE_PERSISTENT))
+        cache.insert(statement)
+        return statement
+    }
+
+    /// A statement for one-off SQL, not cached; finalized when released. `sql` must hold exactly one statement.
+    public func makeStatement(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement.prepare(sql, connection: requireConnection(), flags: 0)
+    }
+
+    /// The rowid of the latest successful insert on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Rows changed by the latest insert, update or delete (`sqlite3_changes64`).
+    public var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Rows changed since the connection opened (`sqlite3_total_changes64`).
+    public var totalChanges: Int { Int(sqlite3_total_changes64(handle)) }
+
+    /// Whether a transaction is open (`!sqlite3_get_autocommit`).
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Closes the connection; idempotent.
+    ///
+    /// Cached statements are let go of and finalized, except those a caller
+    /// still holds: `sqlite3_close_v2` keeps the connection as an unusable
+    /// zombie until they are released. Later calls that need the connection
+    /// throw `SQLITE_MISUSE` "the database is closed".
+    public func close() {
+        guard let connection else { return }
+        cache.removeAll()
+        self.connection = nil
+        sqlite3_close_v2(connection)
+    }
+
+    var isClosed: Bool { connection == nil }
+
+    /// `isInTransaction`, `false` once closed.
+    var hasOpenTransaction: Bool {
+        guard let connection else { return false }
+        return sqlite3_get_autocommit(connection) == 0
+    }
+
+    /// Ends whatever a pool body left running, so the connection goes back clean.
+    ///
+    /// A statement stopped mid-run holds a read snapshot (and, in a reader,
+    /// keeps checkpoints from completing); a transaction left open would be
+    /// the next body's. Costs one `sqlite3_txn_state` when nothing was left.
+    func endUse() {
+        guard let connection, sqlite3_txn_state(connection, nil) != SQLITE_TXN_NONE else { return }
+        var next = sqlite3_next_stmt(connection, nil)
+        while let statement = next {
+            if sqlite3_stmt_busy(statement) != 0 { sqlite3_reset(statement) }
+            next = sqlite3_next_stmt(connection, statement)
+        }
+        if sqlite3_get_autocommit(connection) == 0 {
+            sqlite3_exec(connection, "ROLLBACK", nil, nil, nil)
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import CSQLite
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One database file: a writer connection and a pool of read-only readers (WAL). Sendable: used from many threads.
+///
+/// The model is GRDB's `DatabasePool`, without its queues: callers are plain
+/// OS threads that block. Writes are serialized on the one writer; reads run
+/// in parallel, each on its own read-only connection and WAL snapshot, and
+/// never wait for writes. The pool is for files: `":memory:"` has no WAL.
+///
+/// Bodies should not nest calls on their pool: a `read` inside a read waits
+/// for itself once every reader is taken, and a `read` inside a write waits
+/// for readers whose bodies may be waiting for that write. A `write` inside a
+/// write throws; `close()` inside a body is a programming error.
+public final class DatabasePool: @unchecked Sendable {
+    // @unchecked: the connections are not Sendable. Every piece of mutable state
+    // is behind a Mutex or atomic, and each connection is used by one thread at
+    // a time: the writer only while `writer` is locked, a reader only between
+    // its checkout and its return.
+    /// The database file.
+    public let path: String
+    public let configuration: DatabaseConfiguration
+
+    /// Locked for the whole of each write body.
+    private let writer: Mutex<PooledConnection?>
+    /// The thread inside a write body, 0 when none: re-entrant writes throw instead of deadlocking.
+    private let writerThread = Atomic<UInt>(0)
+    private let writerIsOpen = Atomic<Bool>(true)
+    private let readers = Mutex(ReaderState())
+    /// One permit per reader the pool may have checked out: `read` waits here when all are busy.
+    private let readerPermits: DispatchSemaphore
+    /// Serializes `close()`; true once done.
+    private let closed = Mutex(false)
+
+    private struct ReaderState {
+        /// Open readers nobody is using, the most recently returned last.
+        var idle: [PooledConnection] = []
+        /// Idle, checked out, and being opened.
+        var openCount = 0
+        var isClosed = false
+    }
+
+    /// Opens the writer, creating the file and its folder if needed.
+    ///
+    /// The writer gets `journal_mode = WAL`, the configuration's
+    /// `synchronous` and busy timeout, and `foreign_keys = ON`. Readers are
+    /// opened on demand, read-only, up to `maximumReaders`.
+    public init(path: String, configuration: DatabaseConfiguration = .init()) throws(SQLiteError) {
+        guard configuration.maximumReaders >= 1 else {
+            throw .misuse("maximumReaders must be at least 1, not \(configuration.maximumReaders)")
+        }
+        try Self.createFolder(containing: path)
+        let database = try Database(path: path, readOnly: false, configuration: configuration)
+        try Self.enableWAL(database)
+        self.path = path
+        self.configuration = configuration
+        self.writer = Mutex(PooledConnection(database: database))
+        self.readerPermits = DispatchSemaphore(value: configuration.maximumReaders)
+    }
+
+    deinit {
+        close()
+    }
+
+    private static func createFolder(containing path: String) throws(SQLiteError) {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw SQLiteError(extendedCode: SQLITE_CANTOPEN, message: "cannot create the folder \(folder.path): \(error)")
+        }
+    }
+
+    private static func enableWAL(_ database: Database) throws(SQLiteError) {
+        let statement = try database.makeStatement("PRAGMA journal_mode = WAL")
+        let mode = try statement.step() ? statement.string(at: 0) : ""
+        statement.reset()
+        guard mode.lowercased() == "wal" else {
+            throw SQLiteError(
+                extendedCode: SQLITE_ERROR, message: "could not turn WAL on: the journal mode is \(mode)",
+                sql: statement.sql)
+        }
+    }
+
+    /// Runs `body` with exclusive use of the writer; calls are serialized.
+    ///
+    /// A `write` from inside a write body on the same thread throws
+    /// `SQLITE_MISUSE` rather than deadlock. When the body returns or throws,
+    /// statements it left mid-run are rewound and a transaction it left open
+    /// is rolled back; use `Database.inTransaction` to commit.
+    public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        let thread = currentThreadID()
+        if writerThread.load(ordering: .acquiring) == thread {
+            throw SQLiteError.misuse("DatabasePool.write called inside a write body on the same thread; use the Database that body was given")
+        }
+        var result: Result<T, any Error>?
+        writer.withLock { writer in
+            guard let writer else {
+                result = .failure(SQLiteError.closed)
+                return
+            }
+            writerThread.store(thread, ordering: .releasing)
+            result = Result { try body(writer.database) }
+            writer.database.endUse()
+            writerThread.store(0, ordering: .releasing)
+        }
+        return try result!.get()
+    }
+
+    /// Runs `body` on a read-only connection, waiting for one when `maximumReaders` are busy.
+    ///
+    /// Each statement in autocommit sees its own snapshot; a body that needs
+    /// several statements to agree wraps them in
+    /// `inTransaction(.deferred) { … }`. Writing through a reader fails with
+    /// `SQLITE_READONLY`.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        let reader = try checkOutReader()
+        defer { checkIn(reader) }
+        return try body(reader.database)
+    }
+
+    private func checkOutReader() throws(SQLiteError) -> PooledConnection {
+        readerPermits.wait()
+        enum Checkout { case idle(PooledConnection), open, closed }
+        let checkout = readers.withLock { state -> Checkout in
+            if state.isClosed { return .closed }
+            if let reader = state.idle.popLast() { return .idle(reader) }
+            state.openCount += 1
+            return .open
+        }
+        switch checkout {
+        case .idle(let reader):
+            return reader
+        case .closed:
+            readerPermits.signal()
+            throw .closed
+        case .open:
+            do {
+                return PooledConnection(database: try Database(path: path, readOnly: true, configuration: configuration))
+            } catch {
+                readers.withLock { $0.openCount -= 1 }
+                readerPermits.signal()
+                throw error
+            }
+        }
+    }
+
+    private func checkIn(_ reader: PooledConnection) {
+        reader.database.endUse()
+        let usable = !reader.database.isClosed
+        let keep = readers.withLock { state in
+            if state.isClosed || !usable {
+                state.openCount -= 1
+                return false
+            }
+            state.idle.append(reader)
+            return true
+        }
+        if !keep { reader.database.close() }
+        readerPermits.signal()
+    }
+
+    /// Closes every connection, after the bodies in flight have finished; idempotent.
+    ///
+    /// Later `write` and `read` calls throw `SQLITE_MISUSE` "the database is
+    /// closed". Must not be called from inside a body of this pool.
+    public func close() {
+        precondition(
+            writerThread.load(ordering: .acquiring) != currentThreadID(),
+            "DatabasePool.close() called inside a write body: it would wait for itself")
+        closed.withLock { isDone in
+            guard !isDone else { return }
+            for reader in takeIdleReaders(closing: true) { reader.database.close() }
+            // Holding every permit means every read in flight has returned its reader.
+            for _ in 0..<configuration.maximumReaders { readerPermits.wait() }
+            for _ in 0..<configuration.maximumReaders { readerPermits.signal() }
+            writer.withLock { writer in
+                writer?.database.close()
+                writer = nil
+            }
+            writerIsOpen.store(false, ordering: .releasing)
+            isDone = true
+        }
+    }
+
+    /// Connections open right now: the writer and the readers.
+    public var openConnectionCount: Int {
+        readers.withLock { $0.openCount } + (writerIsOpen.load(ordering: .acquiring) ? 1 : 0)
+    }
+
+    /// Closes the readers nobody is using, to give back file descriptors; they reopen on demand.
+    public func closeIdleReaders() {
+        for reader in takeIdleReaders(closing: false) { reader.database.close() }
+    }
+
+    private func takeIdleReaders(closing: Bool) -> [PooledConnection] {
+        readers.withLock { state in
+            if closing { state.isClosed = true }
+            let idle = state.idle
+            state.idle = []
+            state.openCount -= idle.count
+            return idle
+        }
+    }
+}
+
+/// A connection handed between threads by the pool.
+///
+/// `Database` is not Sendable; the pool's locks give each connection to one
+/// thread at a time, which makes the hand-over safe.
+private struct PooledConnection: @unchecked Sendable {
+    let database: Database
+}
+
+/// The calling thread's identity, to detect re-entrant writes.
+private func currentThreadID() -> UInt {
+    #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
+}

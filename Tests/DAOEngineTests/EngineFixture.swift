@@ -59,7 +59,7 @@ final class EngineFixture: Sendable {
         (FileManager.default.enumerator(atPath: dataDirectory)?.allObjects as? [String] ?? [])
             .filter { path in
                 var isDirectory: ObjCBool = false
-                FileManager.default.fileExists(atPath: dataDirectory + "/" + path, isDirectory: &isDirectory)
+                _ = FileManager.default.fileExists(atPath: dataDirectory + "/" + path, isDirectory: &isDirectory)
                 return !isDirectory.boolValue
             }
             .sorted()

@@ -180,19 +180,19 @@ struct BodyParser {
     }
 
     /// A body of text, or of `<step>`s and nothing else.
-    mutating func parseStatements(_ element: XMLElement, allowDynamic: Bool) throws(LoadError) -> [Statement] {
+    mutating func parseStatements(_ element: XMLElement, allowDynamic: Bool) throws(LoadError) -> [SQLStatement] {
         let owner = element.name == "upgrade" ? "<upgrade>" : "method '\(method)'"
         return try parseStatements(children: element.children, line: element.line, owner: owner, allowDynamic: allowDynamic)
     }
 
     mutating func parseStatements(children: [XMLNode], line: Int, owner: String,
-                                  allowDynamic: Bool) throws(LoadError) -> [Statement] {
+                                  allowDynamic: Bool) throws(LoadError) -> [SQLStatement] {
         let hasSteps = children.contains { if case .element(let child) = $0 { child.name == "step" } else { false } }
         guard hasSteps else {
             let nodes = try parseStatementNodes(children, line: line, allowDynamic: allowDynamic)
-            return [Statement(line: line, resumable: false, template: try template(nodes, line: line, owner: owner))]
+            return [SQLStatement(line: line, resumable: false, template: try template(nodes, line: line, owner: owner))]
         }
-        var statements: [Statement] = []
+        var statements: [SQLStatement] = []
         for child in children {
             switch child {
             case .comment: continue
@@ -214,7 +214,7 @@ struct BodyParser {
                     resumable = flag
                 }
                 let nodes = try parseStatementNodes(step.children, line: step.line, allowDynamic: allowDynamic)
-                statements.append(Statement(line: step.line, resumable: resumable,
+                statements.append(SQLStatement(line: step.line, resumable: resumable,
                                             template: try template(nodes, line: step.line, owner: "a <step> of \(owner)")))
             }
         }

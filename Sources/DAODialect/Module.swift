@@ -1,39 +1,59 @@
 import DAOValue
 
 /// A loaded DAO module: one XML file, the reference's `daoWithPath:` config.
-public struct Module: Sendable {
+public final class Module: Sendable {
     /// The `name` attribute: the `{module}` of `POST /dao/{module}/{method}`.
-    public var name: String
+    public let name: String
     /// The file it was loaded from, as given to the loader.
-    public var file: String
-    public var line: Int
+    public let file: String
+    public let line: Int
     /// The table `${T}` stands for; `nil` for a template module (empty
     /// `tableName`), whose table each call names.
-    public var tableName: String?
-    public var version: Version
-    public var resetOnUpgrade: Bool
-    public var upgradeMinVersion: Version?
+    public let tableName: String?
+    public let version: Version
+    public let resetOnUpgrade: Bool
+    public let upgradeMinVersion: Version?
     /// The method run once per database (and per table) before any other.
-    public var initializer: String?
+    public let initializer: String?
     /// daogate's `userDependent` attribute: calls need a user id and run in
     /// that user's database (the reference passes this to `daoWithPath:`).
-    public var userDependent: Bool
+    public let userDependent: Bool
     /// daogate's `storage` attribute: the named custom storage (the
     /// reference's `APCustomStorage`) whose databases the module uses.
-    public var storage: String?
+    public let storage: String?
     /// daogate's `database` attribute: one specific database file (the
     /// reference's `daoWithPath:databasePath:`), relative to the data folder.
-    public var database: String?
+    public let database: String?
     /// Names declared by daogate's `globals` attribute: the global arguments
     /// (`globalArguments`) the module's methods may read.
-    public var globals: [String]
+    public let globals: [String]
     /// Methods in file order.
-    public var methods: [Method]
-    public var maps: [String: ResultMap]
+    public let methods: [Method]
+    public let maps: [String: ResultMap]
     /// `upgrade` blocks in ascending `toVersion` order.
-    public var upgrades: [Upgrade]
+    public let upgrades: [Upgrade]
     /// `crypt` declarations: class → encrypted properties.
-    public var encryptedProperties: [String: Set<String>]
+    public let encryptedProperties: [String: Set<String>]
+
+    init(name: String, file: String, line: Int, tableName: String?, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
+        self.name = name
+        self.file = file
+        self.line = line
+        self.tableName = tableName
+        self.version = version
+        self.resetOnUpgrade = resetOnUpgrade
+        self.upgradeMinVersion = upgradeMinVersion
+        self.initializer = initializer
+        self.userDependent = userDependent
+        self.storage = storage
+        self.database = database
+        self.globals = globals
+        self.methods = methods
+        self.maps = maps
+        self.upgrades = upgrades
+        self.encryptedProperties = encryptedProperties
+        self.methodIndex = methodIndex
+    }
 
     /// Whether the table comes with each call (an empty `tableName`).
     public var isTemplate: Bool { tableName == nil }
@@ -43,7 +63,7 @@ public struct Module: Sendable {
         return methods[index]
     }
 
-    var methodIndex: [String: Int]
+    let methodIndex: [String: Int]
 
     /// Every property name some `crypt` declares, whatever the class.
     public var anyEncryptedProperties: Set<String> {
@@ -92,25 +112,39 @@ public enum MethodKind: String, Sendable, CaseIterable {
 }
 
 /// One `select|insert|update|delete` element.
-public struct Method: Sendable {
-    public var name: String
+public final class Method: Sendable {
+    public let name: String
     /// The name of the module it belongs to.
-    public var moduleName: String
+    public let moduleName: String
     /// `Module.method`, as errors name it.
-    public var qualifiedName: String
-    public var kind: MethodKind
-    public var line: Int
+    public let qualifiedName: String
+    public let kind: MethodKind
+    public let line: Int
     /// The XML comment right before the method, if any.
-    public var documentation: String?
-    public var arguments: [MethodArgument]
+    public let documentation: String?
+    public let arguments: [MethodArgument]
     /// What a `select` returns; `nil` for the write kinds, which return the
     /// reference's `APDAOResult`.
-    public var result: ResultType?
+    public let result: ResultType?
     /// The method-level `foreach="collection.item"`.
-    public var foreach: MethodForeach?
-    public var body: Body
+    public let foreach: MethodForeach?
+    public let body: Body
     /// How many local slots a call needs: arguments, then `foreach` items.
-    public var localCount: Int
+    public let localCount: Int
+
+    init(name: String, moduleName: String, qualifiedName: String, kind: MethodKind, line: Int, documentation: String?, arguments: [MethodArgument], result: ResultType?, foreach: MethodForeach?, body: Body, localCount: Int) {
+        self.name = name
+        self.moduleName = moduleName
+        self.qualifiedName = qualifiedName
+        self.kind = kind
+        self.line = line
+        self.documentation = documentation
+        self.arguments = arguments
+        self.result = result
+        self.foreach = foreach
+        self.body = body
+        self.localCount = localCount
+    }
 }
 
 /// A declared argument: `$name` forbids nil; daogate's optional `name:type`
@@ -129,6 +163,12 @@ public indirect enum ArgumentType: Sendable, Hashable, CustomStringConvertible {
     case array(ArgumentType)
     /// Any JSON value (`json`).
     case any
+
+    /// The element type of an array type.
+    public var arrayElement: ArgumentType? {
+        if case .array(let element) = self { return element }
+        return nil
+    }
 
     public var description: String {
         switch self {
@@ -193,21 +233,21 @@ public struct ResultMap: Sendable {
 /// An `<upgrade toVersion>` block.
 public struct Upgrade: Sendable {
     public var toVersion: Version
-    public var statements: [Statement]
+    public var statements: [SQLStatement]
     public var line: Int
 }
 
 /// What a method runs.
 public enum Body: Sendable {
     /// One statement, or several `<step>`s in one transaction.
-    case statements([Statement])
+    case statements([SQLStatement])
     /// `<try>…<except>…</except></try>`: the except branch runs only when the
     /// try branch fails.
-    case tryExcept(try: [Statement], except: [Statement])
+    case tryExcept(try: [SQLStatement], except: [SQLStatement])
 }
 
 /// One SQL statement (a whole method body, or one `<step>`).
-public struct Statement: Sendable {
+public struct SQLStatement: Sendable {
     public var line: Int
     /// The reference's `resumable`: a failure does not fail the method.
     public var resumable: Bool
@@ -215,11 +255,17 @@ public struct Statement: Sendable {
 }
 
 extension Method {
+    /// The method's one statement, when it has exactly one and no `<try>`.
+    public var singleStatement: SQLStatement? {
+        if case .statements(let statements) = body, statements.count == 1 { return statements[0] }
+        return nil
+    }
+
     /// Whether every statement was rendered at load (no dynamic tags, no
     /// `@{}`, a fixed table), so a call does no string work: it only resolves
     /// the `#{}` values.
     public var isPrecomputed: Bool {
-        let statements: [Statement] = switch body {
+        let statements: [SQLStatement] = switch body {
         case .statements(let statements): statements
         case .tryExcept(let tried, let excepted): tried + excepted
         }

@@ -77,8 +77,8 @@ extension Method {
         }
     }
 
-    static func render(_ statements: [Statement], frame: inout Frame, table: String?, method: String,
-                       except: [Statement]?) throws(RenderError) -> RenderedRun {
+    static func render(_ statements: [SQLStatement], frame: inout Frame, table: String?, method: String,
+                       except: [SQLStatement]?) throws(RenderError) -> RenderedRun {
         var run = RenderedRun(statements: [], except: nil, quitCount: 0)
         run.statements.reserveCapacity(statements.count)
         for statement in statements {
@@ -105,7 +105,7 @@ extension Upgrade {
     }
 }
 
-extension Statement {
+extension SQLStatement {
     /// What a statement comes to for one frame.
     public enum Rendering: Sendable {
         case run(RenderedStatement)

@@ -57,6 +57,7 @@ final class DatabaseRegistry: Sendable {
     }
 
     private func acquire(_ location: StorageLocation) throws(EngineError) -> OpenDatabase {
+        var opened = false
         let result: Result<OpenDatabase, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
             state.clock &+= 1
@@ -71,22 +72,26 @@ final class DatabaseRegistry: Sendable {
                 let pool = try DatabasePool(path: path(of: location), configuration: configuration)
                 let database = OpenDatabase(location: location, pool: pool)
                 state.entries[location] = Entry(database: database, leases: 1, lastUse: state.clock)
+                opened = true
                 return .success(database)
             } catch {
                 return .failure(EngineError(.storageFailed, "cannot open the database (\(location)): \(error.message)", sqlite: error))
             }
         }
         let database = try result.get()
-        trim()
+        if opened { trim() }
         return database
     }
 
     private func release(_ location: StorageLocation) {
-        state.withLock { state in
+        let crowded = state.withLock { state in
             state.clock &+= 1
             state.entries[location]?.leases -= 1
             state.entries[location]?.lastUse = state.clock
+            return state.entries.count > capacity
         }
+        // Databases that were busy when others opened may be closed now.
+        if crowded { trim() }
     }
 
     /// Closes least recently used idle databases while more than `capacity` are open.

@@ -48,7 +48,7 @@ extension Engine {
         }
     }
 
-    private func query(_ statement: RenderedStatement, _ type: ResultType, _ origin: Origin,
+    func query(_ statement: RenderedStatement, _ type: ResultType, _ origin: Origin,
                        on db: Database) throws(EngineError) -> Value {
         let prepared = try prepare(statement, origin, on: db)
         defer { prepared.reset() }

@@ -187,6 +187,9 @@ extension Engine {
     /// Runs one method call.
     public func call(_ call: Call, context: CallContext = CallContext()) throws(EngineError) -> CallResult {
         let target = try target(of: call, context: context)
+        if target.method.kind == .select, target.method.foreach == nil, let statement = target.method.singleStatement {
+            return .value(try select(call, statement, target))
+        }
         let runs = try render(call, target)
         return try withDatabase(target.location) { database throws(EngineError) in
             try prepareTable(target.module, target.table, in: database)
@@ -198,6 +201,28 @@ extension Engine {
             return .write(try withWriter(database) { db throws(EngineError) in
                 try transaction(db) { () throws(EngineError) in try write(target, runs, on: db) }
             })
+        }
+    }
+
+    /// The common select: one statement, no `foreach`, no `<try>`.
+    private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
+        let rendered: RenderedStatement?
+        do throws(RenderError) {
+            var frame = try target.method.frame(arguments: call.arguments, globals: globalArguments(module: target.module.name))
+            switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
+            case .run(let statement): rendered = statement
+            case .quit, .nothing: rendered = nil
+            }
+        } catch {
+            throw EngineError(error)
+        }
+        let type = target.method.result ?? .array(.row)
+        return try withDatabase(target.location) { database throws(EngineError) in
+            try prepareTable(target.module, target.table, in: database)
+            guard let rendered else { return type.isArray ? .array([]) : .null }
+            return try withReader(database) { db throws(EngineError) in
+                try query(rendered, type, target.origin, on: db)
+            }
         }
     }
 

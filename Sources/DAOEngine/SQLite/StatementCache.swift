@@ -13,6 +13,9 @@ struct StatementCache {
     let capacity: Int
     private var statements: [SQLKey: Statement] = [:]
     private var clock: UInt64 = 0
+    /// The statement last asked for: a method-level `foreach` asks for the
+    /// same SQL string (the same storage) once per element, found without hashing.
+    private var last: Statement?
 
     init(capacity: Int) {
         self.capacity = max(0, capacity)
@@ -20,9 +23,14 @@ struct StatementCache {
 
     /// The statement for `sql`, marked as just used; `nil` if not cached.
     mutating func statement(for sql: String) -> Statement? {
-        guard let statement = statements[SQLKey(sql)] else { return nil }
         clock &+= 1
+        if let last, sharesStorage(last.sql, sql) {
+            last.lastUse = clock
+            return last
+        }
+        guard let statement = statements[SQLKey(sql)] else { return nil }
         statement.lastUse = clock
+        last = statement
         return statement
     }
 
@@ -31,6 +39,7 @@ struct StatementCache {
         guard capacity > 0 else { return }
         if statements.count >= capacity, let stalest = statements.min(by: { $0.value.lastUse < $1.value.lastUse }) {
             statements.removeValue(forKey: stalest.key)
+            if last === stalest.value { last = nil }
         }
         clock &+= 1
         statement.lastUse = clock
@@ -40,7 +49,19 @@ struct StatementCache {
     /// Lets go of every statement; those nobody else holds are finalized now.
     mutating func removeAll() {
         statements.removeAll()
+        last = nil
     }
+}
+
+/// Whether two strings are one and the same heap storage (so certainly equal
+/// byte for byte); small strings, kept inline, never are.
+private func sharesStorage(_ lhs: String, _ rhs: String) -> Bool {
+    let same = lhs.utf8.withContiguousStorageIfAvailable { left in
+        rhs.utf8.withContiguousStorageIfAvailable { right in
+            left.count == right.count && left.count > 15 && left.baseAddress == right.baseAddress
+        }
+    }
+    return (same ?? nil) ?? false
 }
 
 /// SQL text compared byte for byte.

@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing more.
@@ -34,6 +35,19 @@ let package = Package(
             name: "DAOEngine",
             dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL"]
         ),
+        // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
+        .target(
+            name: "HTTPTransport",
+            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The gateway: routes, JSON mapping, errors, OpenAPI.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The thin executable.
         .executableTarget(
             name: "daogate",
@@ -41,7 +55,10 @@ let package = Package(
                 "DAODialect",
                 "DAOEngine",
                 "DAOValue",
+                "Gateway",
+                "HTTPTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
 
@@ -54,6 +71,8 @@ let package = Package(
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
+        .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -26,7 +26,7 @@ public struct LoadFailure: Error, Sendable, CustomStringConvertible {
 /// Why a call could not be rendered; nothing ran. Always the caller's doing
 /// (arguments, table name), never the module's, which loading has checked.
 public struct RenderError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         /// A `$` argument is nil or missing.
         case missingArgument = "missing_argument"
         /// An argument the method does not declare, or too many positional ones.

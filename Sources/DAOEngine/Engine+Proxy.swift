@@ -42,7 +42,7 @@ extension Engine {
     public func storedVersion(module name: String, table requested: String? = nil,
                               context: CallContext) throws(EngineError) -> Version? {
         let module = try self.module(name)
-        let table = try table(of: module, requested: requested)
+        let table = try tableName(of: module, requested: requested)
         return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in
                 guard try tableExists("TableVersions", on: db) else { return nil }
@@ -67,7 +67,7 @@ extension Engine {
     public func deleteTable(module name: String, table requested: String? = nil,
                             context: CallContext) throws(EngineError) -> Bool {
         let module = try self.module(name)
-        let table = try table(of: module, requested: requested)
+        let table = try tableName(of: module, requested: requested)
         let location = try location(of: module, context: context)
         let existed = try withDatabase(location) { database throws(EngineError) -> Bool in
             defer { database.forget(table) }

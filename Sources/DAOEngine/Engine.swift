@@ -151,8 +151,9 @@ extension Engine {
         return .user(try UserID(user), storage: storage)
     }
 
-    /// The table a call works on.
-    func table(of module: Module, requested: String?) throws(EngineError) -> String {
+    /// The table a call works on: the module's, or for a template module the
+    /// one the call names (validated).
+    public func tableName(of module: Module, requested: String?) throws(EngineError) -> String {
         guard let fixed = module.tableName else {
             guard let requested else {
                 throw EngineError(.invalidTable, "module \(module.name) is a template (empty tableName): the call must name its table")
@@ -171,7 +172,7 @@ extension Engine {
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
         let (module, method) = try self.method(call.module, call.method)
         return Target(module: module, method: method, location: try location(of: module, context: context),
-                      table: try table(of: module, requested: call.table))
+                      table: try tableName(of: module, requested: call.table))
     }
 
     /// Renders a call: nothing runs when this throws.

@@ -1,1 +1,191 @@
-// The gateway (being written).
+import DAODialect
+import DAOEngine
+import DAOValue
+import HTTPTransport
+import Logging
+
+/// How the gateway answers, beyond the modules themselves.
+public struct GatewayConfiguration: Sendable {
+    /// The bearer token of administrative operations (global arguments,
+    /// destructive operations on shared databases); nil disables them.
+    public var adminToken: String?
+
+    public init(adminToken: String? = nil) {
+        self.adminToken = adminToken
+    }
+}
+
+/// The HTTP API of daogate: every DAO method a `POST` endpoint, plus
+/// transactions, introspection, proxy operations, health and the OpenAPI
+/// description. Routing and error mapping live here, apart from the socket,
+/// so they are tested in-process.
+///
+/// | route | what |
+/// |---|---|
+/// | `POST /dao/{module}/{method}` | call a method |
+/// | `POST /transaction` | several calls in one transaction |
+/// | `GET /modules`, `GET /modules/{module}` | introspection |
+/// | `GET /modules/{module}/last-insert-rowid` | the last insert rowid |
+/// | `DELETE /modules/{module}/table` | delete the table |
+/// | `POST /modules/{module}/tables/delete` | delete tables matching a pattern |
+/// | `POST /modules/{module}/vacuum` | vacuum the database |
+/// | `GET`/`PUT /modules/{module}/globals` | global arguments (admin) |
+/// | `GET /events`, `GET /metrics` | table events, counters |
+/// | `GET /healthz`, `GET /openapi.json` | health, description |
+public final class Gateway: HTTPResponder {
+    public let engine: Engine
+    public let configuration: GatewayConfiguration
+    public let events: EventLog
+    let metrics = Metrics()
+    let openAPIDocument: [UInt8]
+
+    /// The header naming the caller's user (their own storage).
+    public static let userHeader = "X-User-Id"
+    /// The header naming the table of a template module.
+    public static let tableHeader = "X-Table-Name"
+    /// The header naming a custom storage.
+    public static let storageHeader = "X-Storage"
+    /// `string` writes integers beyond ±(2^53 − 1) as JSON strings.
+    public static let int64Header = "X-Int64-Format"
+
+    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration(),
+                openAPIDocument: [UInt8] = Array(#"{"openapi":"3.1.0"}"#.utf8)) {
+        self.engine = engine
+        self.events = events
+        self.configuration = configuration
+        self.openAPIDocument = openAPIDocument
+    }
+
+    public func respond(to request: HTTPRequest) -> HTTPResponse {
+        var encoding = JSONWriteOptions()
+        let response: HTTPResponse
+        do {
+            encoding = try int64Encoding(request)
+            response = try route(request, encoding)
+        } catch {
+            response = error.response(encoding)
+        }
+        metrics.count(status: response.status)
+        return withLogMetadata(response, request)
+    }
+
+    public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
+        let problem = switch refusal {
+        case .bodyTooLarge(let limit): Problem(413, "body_too_large", "the body is larger than the limit of \(limit) bytes")
+        case .shuttingDown: Problem(503, "shutting_down", "the server is shutting down")
+        }
+        metrics.count(status: problem.status)
+        return withLogMetadata(problem.response(JSONWriteOptions()), request)
+    }
+
+    /// Adds what the access log may show of the caller: a digest of the user, never the id.
+    private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
+        guard let user = request.header(Self.userHeader) else { return response }
+        var response = response
+        response.logMetadata.append(("user", (try? UserID(user))?.description ?? "user#invalid"))
+        return response
+    }
+
+    private func int64Encoding(_ request: HTTPRequest) throws(Problem) -> JSONWriteOptions {
+        switch request.header(Self.int64Header)?.lowercased() {
+        case nil, "number": return JSONWriteOptions()
+        case "string": return JSONWriteOptions(int64AsString: true)
+        case let other?:
+            throw Problem(400, "invalid_header", "\(Self.int64Header) must be number or string, not '\(other.prefix(40))'")
+        }
+    }
+
+    // MARK: Routing
+
+    private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        switch (request.method, parts.first ?? "") {
+        case (_, "dao") where parts.count == 3:
+            try allow(request, ["POST"])
+            return try call(request, module: parts[1], method: parts[2], encoding)
+        case (_, "transaction") where parts.count == 1:
+            try allow(request, ["POST"])
+            return try transaction(request, encoding)
+        case (_, "modules") where parts.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            return json(modules())
+        case (_, "modules") where parts.count >= 2:
+            return try moduleRoute(request, module: parts[1], rest: Array(parts.dropFirst(2)), encoding)
+        case (_, "healthz") where parts.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            return json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])
+        case (_, "openapi.json") where parts.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
+        case (_, "events") where parts.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            return json(events.summary())
+        case (_, "metrics") where parts.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            let text = metrics.exposition(events: events, openDatabases: engine.openDatabaseCount)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(text.utf8))
+        default:
+            throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
+        }
+    }
+
+    /// Refuses a method the route does not take (405, with `Allow`).
+    func allow(_ request: HTTPRequest, _ methods: [String]) throws(Problem) {
+        guard !methods.contains(request.method) else { return }
+        var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
+        problem.headers = [("Allow", methods.joined(separator: ", "))]
+        throw problem
+    }
+
+    // MARK: Requests
+
+    /// The caller's user and storage, from the headers.
+    func context(_ request: HTTPRequest) -> CallContext {
+        CallContext(user: request.header(Self.userHeader), storage: nonEmpty(request.header(Self.storageHeader)))
+    }
+
+    func nonEmpty(_ text: String?) -> String? {
+        guard let text, !text.isEmpty else { return nil }
+        return text
+    }
+
+    /// The body as JSON: null when empty. A body needs `Content-Type: application/json`.
+    func jsonBody(_ request: HTTPRequest) throws(Problem) -> Value {
+        if request.body.isEmpty { return .null }
+        if let type = request.header("Content-Type") {
+            let parameters = type.lowercased().split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            let charsetIsUTF8 = parameters.dropFirst().allSatisfy { !$0.hasPrefix("charset=") || $0 == "charset=utf-8" }
+            guard parameters.first == "application/json" || parameters.first?.hasSuffix("+json") == true, charsetIsUTF8 else {
+                throw Problem(415, "unsupported_media_type", "the body must be application/json (UTF-8), not \(type.prefix(80))")
+            }
+        } else {
+            throw Problem(415, "unsupported_media_type", "a body needs Content-Type: application/json")
+        }
+        do {
+            return try Value(parsingJSON: request.body, options: JSONParseOptions(binaryMarkers: true))
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    // MARK: Responses
+
+    /// A 200 `application/json` response.
+    func json(_ value: Value, _ encoding: JSONWriteOptions = JSONWriteOptions()) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: value.jsonBytes(options: encoding))
+    }
+}
+
+extension Error {
+    /// The problem any error comes to; one that is not the caller's is logged by the server.
+    func response(_ encoding: JSONWriteOptions) -> HTTPResponse {
+        switch self {
+        case let problem as Problem: problem.response(encoding)
+        case let error as EngineError: Problem(error).response(encoding)
+        case let error as RenderError: Problem(error).response(encoding)
+        default: Problem(500, "internal", "an internal error occurred").response(encoding)
+        }
+    }
+}
+
+import Foundation

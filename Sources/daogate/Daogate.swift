@@ -5,6 +5,6 @@ struct Daogate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daogate",
         abstract: "An HTTP REST gateway over DAO modules: XML-described SQLite operations as POST endpoints.",
-        subcommands: [Check.self, Render.self]
+        subcommands: [Serve.self, Check.self, Render.self]
     )
 }

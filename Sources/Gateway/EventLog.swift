@@ -1,0 +1,84 @@
+import DAOEngine
+import DAOValue
+import Foundation
+import Logging
+import Synchronization
+
+/// The engine's table events, logged, counted and kept for `GET /events`.
+public final class EventLog: EngineObserver {
+    private struct State {
+        var counts: [TableEvent.Kind: Int] = [:]
+        /// The most recent events, oldest first.
+        var recent: [(event: TableEvent, time: Date)] = []
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger?
+    /// How many recent events are kept.
+    public let capacity: Int
+
+    public init(logger: Logger? = nil, capacity: Int = 100) {
+        self.logger = logger
+        self.capacity = capacity
+    }
+
+    public func engine(_ engine: Engine, didEmit event: TableEvent) {
+        state.withLock { state in
+            state.counts[event.kind, default: 0] += 1
+            state.recent.append((event, Date()))
+            if state.recent.count > capacity { state.recent.removeFirst(state.recent.count - capacity) }
+        }
+        let level: Logger.Level = event.kind == .upgradeFailed ? .error : .notice
+        logger?.log(level: level, "\(event)")
+    }
+
+    public func count(of kind: TableEvent.Kind) -> Int { state.withLock { $0.counts[kind] ?? 0 } }
+
+    /// `{"counts": {…}, "recent": [{kind, module, table, location, from, to, error, time}]}`.
+    func summary() -> Value {
+        let (counts, recent) = state.withLock { ($0.counts, $0.recent) }
+        let formatter = ISO8601DateFormatter()
+        return [
+            "counts": .object(OrderedObject(uniqueKeysWithValues: TableEvent.Kind.allCases.map {
+                ($0.rawValue, .integer(Int64(counts[$0] ?? 0)))
+            })),
+            "recent": .array(recent.reversed().map { event, time in
+                var entry: OrderedObject = [
+                    "kind": .string(event.kind.rawValue), "module": .string(event.module), "table": .string(event.table),
+                    "location": .string(event.location.description), "time": .string(formatter.string(from: time)),
+                ]
+                if let from = event.fromVersion { entry["fromVersion"] = .string(from.description) }
+                if let to = event.toVersion { entry["toVersion"] = .string(to.description) }
+                if let error = event.error { entry["error"] = .string(error) }
+                return .object(entry)
+            }),
+        ]
+    }
+}
+
+/// Request counters for `GET /metrics`.
+final class Metrics: Sendable {
+    private let responses = Mutex<[Int: Int]>([:])
+
+    func count(status: Int) {
+        responses.withLock { $0[status, default: 0] += 1 }
+    }
+
+    /// The Prometheus text exposition format.
+    func exposition(events: EventLog, openDatabases: Int) -> String {
+        var lines = [
+            "# HELP daogate_responses_total HTTP responses by status.",
+            "# TYPE daogate_responses_total counter",
+        ]
+        for (status, count) in responses.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
+            lines.append(#"daogate_responses_total{status="\#(status)"} \#(count)"#)
+        }
+        lines += ["# HELP daogate_table_events_total Table events by kind.", "# TYPE daogate_table_events_total counter"]
+        for kind in TableEvent.Kind.allCases {
+            lines.append(#"daogate_table_events_total{kind="\#(kind.rawValue)"} \#(events.count(of: kind))"#)
+        }
+        lines += ["# HELP daogate_open_databases Database files open now.", "# TYPE daogate_open_databases gauge",
+                  "daogate_open_databases \(openDatabases)"]
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

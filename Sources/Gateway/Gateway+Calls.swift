@@ -1,0 +1,97 @@
+import DAOEngine
+import DAOValue
+import HTTPTransport
+
+extension Gateway {
+    /// `POST /dao/{module}/{method}`: the body is the arguments, a JSON object
+    /// by name or an array by position (or nothing).
+    func call(_ request: HTTPRequest, module: String, method: String,
+              _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        let arguments = try jsonBody(request)
+        switch arguments {
+        case .null, .object, .array: break
+        default:
+            throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase)")
+        }
+        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(request.header(Self.tableHeader)))
+        do {
+            let result = try engine.call(call, context: context(request))
+            var body: [UInt8] = []
+            body.reserveCapacity(128)
+            Self.write(result, to: &body, encoding)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    /// `POST /transaction`: `{"calls": [{"module", "method", "arguments", "table"}, …]}`
+    /// run in one transaction of the caller's database; all or nothing.
+    func transaction(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        guard case .object(let body) = try jsonBody(request) else {
+            throw Problem(400, "invalid_body", #"the body must be an object: {"calls": [{"module": …, "method": …, "arguments": …}]}"#)
+        }
+        if let extra = body.keys.first(where: { $0 != "calls" }) {
+            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has only calls")
+        }
+        guard case .array(let items)? = body["calls"] else {
+            throw Problem(400, "invalid_body", "calls must be an array of calls")
+        }
+        var calls: [Call] = []
+        for (index, item) in items.enumerated() {
+            func invalid(_ message: String) -> Problem {
+                var problem = Problem(400, "invalid_body", "call \(index): \(message)")
+                problem.extensions["call"] = .integer(Int64(index))
+                return problem
+            }
+            guard case .object(let members) = item else { throw invalid("a call is an object") }
+            if let extra = members.keys.first(where: { !["module", "method", "arguments", "table"].contains($0) }) {
+                throw invalid("unknown member '\(extra.prefix(40))' (a call has module, method, arguments, table)")
+            }
+            guard case .string(let module)? = members["module"], case .string(let method)? = members["method"] else {
+                throw invalid("module and method are strings")
+            }
+            let arguments = members["arguments"] ?? .null
+            switch arguments {
+            case .null, .object, .array: break
+            default: throw invalid("arguments must be an object or an array")
+            }
+            var table: String?
+            switch members["table"] {
+            case nil, .null?: table = nonEmpty(request.header(Self.tableHeader))
+            case .string(let name)?: table = name
+            default: throw invalid("table must be a string")
+            }
+            calls.append(Call(module: module, method: method, arguments: arguments, table: table))
+        }
+        do {
+            let results = try engine.transaction(calls, context: context(request))
+            var body = Array(#"{"results":["#.utf8)
+            for (index, result) in results.enumerated() {
+                if index > 0 { body.append(UInt8(ascii: ",")) }
+                Self.write(result, to: &body, encoding)
+            }
+            body += Array("]}".utf8)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    /// A call's result as the contract writes it: `{"result": …}` for a
+    /// select, `{"ok": true, "changes": N, "lastInsertRowId": ID}` for a write.
+    static func write(_ result: CallResult, to body: inout [UInt8], _ encoding: JSONWriteOptions) {
+        switch result {
+        case .value(let value):
+            body += #"{"result":"#.utf8
+            value.writeJSON(to: &body, options: encoding)
+            body.append(UInt8(ascii: "}"))
+        case .write(let write):
+            body += #"{"ok":true,"changes":"#.utf8
+            Value.integer(Int64(write.changes)).writeJSON(to: &body, options: encoding)
+            body += #","lastInsertRowId":"#.utf8
+            Value.integer(write.lastInsertRowID).writeJSON(to: &body, options: encoding)
+            body.append(UInt8(ascii: "}"))
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import DAODialect
+import DAOEngine
+import DAOValue
+import HTTPTransport
+
+/// Introspection and the reference's proxy operations, under `/modules/{module}`
+/// (apart from `/dao/`, so no method id can collide with them).
+extension Gateway {
+    /// `GET /modules`.
+    func modules() -> Value {
+        let modules = engine.modules.values.sorted { $0.name < $1.name }
+        return ["modules": .array(modules.map { module in
+            [
+                "name": .string(module.name), "table": module.tableName.map(Value.string) ?? .null,
+                "version": .string(module.version.description), "userDependent": .bool(module.userDependent),
+                "methods": .array(module.methods.map { .string($0.name) }),
+            ]
+        })]
+    }
+
+    func moduleRoute(_ request: HTTPRequest, module name: String, rest: [String],
+                     _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        guard let module = engine.modules[name] else {
+            throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
+        }
+        let context = context(request)
+        let table = nonEmpty(request.header(Self.tableHeader))
+        do {
+            switch rest {
+            case []:
+                try allow(request, ["GET", "HEAD"])
+                return json(try describe(module, context: context, table: table), encoding)
+            case ["last-insert-rowid"]:
+                try allow(request, ["GET", "HEAD"])
+                return json(["lastInsertRowId": .integer(try engine.lastInsertRowID(module: name, context: context))], encoding)
+            case ["table"]:
+                try allow(request, ["DELETE"])
+                try authorizeChange(of: module, context: context, request)
+                let existed = try engine.deleteTable(module: name, table: table, context: context)
+                return json(["deleted": .bool(existed), "table": .string(try engine.tableName(of: module, requested: table))])
+            case ["tables", "delete"]:
+                try allow(request, ["POST"])
+                try authorizeChange(of: module, context: context, request)
+                guard case .object(let body) = try jsonBody(request), case .string(let pattern)? = body["pattern"] else {
+                    throw Problem(400, "invalid_body", #"the body must be {"pattern": "<POSIX extended regex>", "vacuum": false}"#)
+                }
+                if let extra = body.keys.first(where: { $0 != "pattern" && $0 != "vacuum" }) {
+                    throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))' (the body has pattern and vacuum)")
+                }
+                var vacuum = false
+                switch body["vacuum"] {
+                case nil, .null?: break
+                case .bool(let flag)?: vacuum = flag
+                default: throw Problem(400, "invalid_body", "vacuum must be true or false")
+                }
+                var progress: [Value] = []
+                let deleted = try engine.deleteTables(module: name, matching: pattern, vacuum: vacuum, context: context) {
+                    progress.append(.double($0))
+                }
+                return json(["deleted": .array(deleted.tables.map(Value.string)), "vacuumed": .bool(deleted.vacuumed),
+                             "progress": .array(progress)])
+            case ["vacuum"]:
+                try allow(request, ["POST"])
+                try authorizeChange(of: module, context: context, request)
+                try engine.vacuum(module: name, context: context)
+                return json(["ok": true])
+            case ["globals"]:
+                try allow(request, ["GET", "PUT"])
+                try authorizeAdmin(request)
+                if request.method == "PUT" {
+                    guard case .object(let values) = try jsonBody(request) else {
+                        throw Problem(400, "invalid_body", "the global arguments are a JSON object of name → value")
+                    }
+                    if let unknown = values.keys.first(where: { !module.globals.contains($0) }) {
+                        throw Problem(400, "invalid_body", "module \(name) declares no global argument '\(unknown.prefix(40))' (globals: \(module.globals.joined(separator: ", ")))")
+                    }
+                    try engine.setGlobalArguments(Dictionary(uniqueKeysWithValues: values.map { ($0.key, $0.value) }), module: name)
+                }
+                let globals = engine.globalArguments(module: name)
+                return json(.object(OrderedObject(uniqueKeysWithValues: globals.sorted { $0.key < $1.key })), encoding)
+            default:
+                throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
+            }
+        } catch let error as EngineError {
+            throw Problem(error)
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw Problem(500, "internal", "an internal error occurred")
+        }
+    }
+
+    /// `GET /modules/{module}`: its methods with arguments and result types,
+    /// its table and version, and the stored version in the caller's storage.
+    func describe(_ module: Module, context: CallContext, table: String?) throws(EngineError) -> Value {
+        var description: OrderedObject = [
+            "name": .string(module.name),
+            "table": module.tableName.map(Value.string) ?? .null,
+            "template": .bool(module.isTemplate),
+            "version": .string(module.version.description),
+            "userDependent": .bool(module.userDependent),
+            "storage": module.storage.map(Value.string) ?? .null,
+            "database": module.database.map(Value.string) ?? .null,
+            "initializer": module.initializer.map(Value.string) ?? .null,
+            "globals": .array(module.globals.map(Value.string)),
+        ]
+        // The caller's storage: only when the call would reach it (a user-dependent
+        // module needs the caller's user id; a template its table).
+        if (try? engine.location(of: module, context: context)) != nil {
+            if module.isTemplate {
+                description["tables"] = .array(try engine.tables(module: module.name, context: context).map {
+                    ["table": .string($0.table), "version": $0.version.map { .string($0.description) } ?? .null]
+                })
+            }
+            if !module.isTemplate || table != nil {
+                description["storedVersion"] = try engine.storedVersion(module: module.name, table: table, context: context)
+                    .map { .string($0.description) } ?? .null
+            }
+        }
+        description["methods"] = .array(module.methods.map { method in
+            var entry: OrderedObject = [
+                "name": .string(method.name),
+                "kind": .string(method.kind.rawValue),
+                "path": .string("/dao/\(module.name)/\(method.name)"),
+                "arguments": .array(method.arguments.map { argument in
+                    ["name": .string(argument.name), "required": .bool(argument.required),
+                     "type": argument.type.map { .string($0.description) } ?? .null]
+                }),
+                "result": method.result.map { .string($0.description) } ?? .null,
+            ]
+            if let foreach = method.foreach {
+                entry["foreach"] = .string("\(method.arguments[foreach.collection].name).\(foreach.item)")
+            }
+            if let documentation = method.documentation { entry["documentation"] = .string(documentation) }
+            return .object(entry)
+        })
+        return .object(description)
+    }
+
+    /// Destructive operations reach shared databases only with the admin
+    /// token; a caller's own database is theirs to clean.
+    func authorizeChange(of module: Module, context: CallContext, _ request: HTTPRequest) throws(Problem) {
+        do {
+            if case .user = try engine.location(of: module, context: context) { return }
+        } catch {
+            throw Problem(error)
+        }
+        try authorizeAdmin(request)
+    }
+
+    func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
+        guard let token = configuration.adminToken else {
+            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
+        }
+        guard let given = request.header("Authorization"), constantTimeEqual(given, "Bearer " + token) else {
+            var problem = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
+            problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
+            throw problem
+        }
+    }
+}
+
+/// Compares secrets without an early exit, so timing does not reveal a prefix.
+func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
+    let left = Array(lhs.utf8)
+    let right = Array(rhs.utf8)
+    var difference = UInt8(truncatingIfNeeded: left.count ^ right.count)
+    for index in 0..<max(left.count, right.count) {
+        difference |= (index < left.count ? left[index] : 0) ^ (index < right.count ? right[index] : 0)
+    }
+    return difference == 0
+}

@@ -1,0 +1,104 @@
+import DAODialect
+import DAOEngine
+import DAOValue
+import HTTPTransport
+
+/// An error response: an RFC 9457 `application/problem+json` body with a
+/// stable, machine-readable `code`. The one place where any error becomes an
+/// HTTP status.
+public struct Problem: Error, Sendable {
+    public var status: Int
+    /// Stable and documented in the README; clients switch on it.
+    public var code: String
+    /// One human sentence saying what is wrong.
+    public var detail: String
+    /// Extension members: `method`, `argument`, `line`, `call`, …
+    public var extensions: OrderedObject = [:]
+    /// Response headers the problem needs (`Allow`, `WWW-Authenticate`).
+    public var headers: [(name: String, value: String)] = []
+
+    public init(_ status: Int, _ code: String, _ detail: String) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+    }
+
+    /// Every code the gateway can answer with, and its status.
+    public static let statusOfCode: [String: Int] = {
+        var statuses: [String: Int] = [
+            "invalid_json": 400, "invalid_body": 400, "invalid_header": 400, "not_found": 404,
+            "method_not_allowed": 405, "unsupported_media_type": 415, "body_too_large": 413,
+            "admin_required": 401, "admin_disabled": 403, "shutting_down": 503, "internal": 500,
+        ]
+        for code in RenderError.Code.allCases { statuses[code.rawValue] = 400 }
+        for code in EngineError.Code.allCases where code != .invalidArguments {
+            statuses[code.rawValue] = status(of: code)
+        }
+        return statuses
+    }()
+
+    static func status(of code: EngineError.Code) -> Int {
+        switch code {
+        case .unknownModule, .unknownMethod: 404
+        case .invalidArguments, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
+        case .constraintViolation: 409
+        case .tooBig: 413
+        case .busy: 503
+        case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .storageFailed: 500
+        }
+    }
+
+    /// The problem of an engine error: the render error's own code when the
+    /// arguments were at fault, the engine's otherwise.
+    init(_ error: EngineError) {
+        if let render = error.render {
+            self.init(render)
+        } else {
+            self.init(Self.status(of: error.code), error.code.rawValue, error.message)
+            if let method = error.method { extensions["method"] = .string(method) }
+        }
+        if let line = error.line { extensions["line"] = .integer(Int64(line)) }
+        if let index = error.callIndex { extensions["call"] = .integer(Int64(index)) }
+    }
+
+    init(_ error: RenderError) {
+        self.init(400, error.code.rawValue, error.message)
+        extensions["method"] = .string(error.method)
+        if let argument = error.argument { extensions["argument"] = .string(argument) }
+    }
+
+    init(_ error: JSONError) {
+        self.init(400, "invalid_json", "the body is not valid JSON: \(error)")
+    }
+
+    /// The response, `application/problem+json`.
+    func response(_ encoding: JSONWriteOptions) -> HTTPResponse {
+        var body: OrderedObject = [
+            "type": "about:blank",
+            "title": .string(Self.reason(status)),
+            "status": .integer(Int64(status)),
+            "code": .string(code),
+            "detail": .string(detail),
+        ]
+        for (name, value) in extensions { body[name] = value }
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers,
+                            body: Value.object(body).jsonBytes(options: encoding))
+    }
+
+    /// The reason phrase of a status, the problem's `title`.
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Error"
+        }
+    }
+}

@@ -1,0 +1,233 @@
+import ArgumentParser
+import DAODialect
+import DAOEngine
+import DAOValue
+import Foundation
+import Gateway
+import HTTPTransport
+import Logging
+
+/// `daogate serve`: the modules of a folder as an HTTP API.
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a folder of DAO modules over HTTP.",
+        discussion: """
+            Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
+            on the command line wins. With no arguments it serves ./modules with data in ./data on \
+            127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
+            databases close cleanly.
+            """
+    )
+
+    @Option(help: "The folder of module files (DAOGATE_MODULES; default ./modules).")
+    var modules: String?
+
+    @Option(help: "The folder of database files (DAOGATE_DATA; default ./data).")
+    var data: String?
+
+    @Option(help: "The address to listen on (DAOGATE_HOST; default 127.0.0.1; 0.0.0.0 or :: for all).")
+    var host: String?
+
+    @Option(help: "The port (DAOGATE_PORT; default 8080; 0 for any free port).")
+    var port: UInt16?
+
+    @Option(help: "Worker threads (DAOGATE_THREADS; default: the number of cores).")
+    var threads: Int?
+
+    @Option(help: "A file holding the 256-bit key of encrypted properties (DAOGATE_KEY_FILE; or the key itself in DAOGATE_KEY).")
+    var keyFile: String?
+
+    @Option(help: "A file holding the admin bearer token (DAOGATE_ADMIN_TOKEN_FILE; or the token itself in DAOGATE_ADMIN_TOKEN). Without one, admin operations are disabled.")
+    var adminTokenFile: String?
+
+    @Option(help: "A JSON file of global arguments by module: {\"Module\": {\"name\": value}} (DAOGATE_GLOBALS).")
+    var globals: String?
+
+    @Option(help: "The largest request body, in bytes (DAOGATE_MAX_BODY_SIZE; default 1048576).")
+    var maxBodySize: Int?
+
+    @Option(help: "Database files open at once (DAOGATE_MAX_OPEN_DATABASES; default 128).")
+    var maxOpenDatabases: Int?
+
+    @Option(help: "SQLite's synchronous setting: normal or full (DAOGATE_SYNCHRONOUS; default normal).")
+    var synchronous: String?
+
+    @Option(help: "Seconds an idle connection stays open (DAOGATE_TIMEOUT; default 30).")
+    var timeout: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error (DAOGATE_LOG_LEVEL; default info).")
+    var logLevel: String?
+
+    @Option(help: "One log line per request: on or off (DAOGATE_ACCESS_LOG; default on).")
+    var accessLog: String?
+
+    func run() throws {
+        let settings = try Settings(self)
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardOutput(label: label)
+            handler.logLevel = settings.logLevel
+            return handler
+        }
+        let logger = Logger(label: "daogate")
+
+        let (loaded, loadErrors) = ModuleLoader.loadDirectory(settings.modules)
+        let problems = loadErrors + SQLCheck.check(loaded)
+        guard problems.isEmpty else {
+            for problem in problems { printToStandardError(problem.description) }
+            printToStandardError("daogate: \(problems.count) problem\(problems.count == 1 ? "" : "s") in \(settings.modules); not serving")
+            throw ExitCode(1)
+        }
+        var cipher: Cipher?
+        if let key = try settings.key() {
+            cipher = Cipher(key: key)
+            logger.info("encryption key \(key.fingerprint)")
+        }
+        try FileManager.default.createDirectory(atPath: settings.data, withIntermediateDirectories: true)
+        let events = EventLog(logger: logger)
+        let engine: Engine
+        do {
+            engine = try Engine(
+                modules: loaded,
+                configuration: Engine.Configuration(
+                    dataDirectory: settings.data,
+                    database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads)),
+                    maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher),
+                observer: events)
+        } catch {
+            printToStandardError("daogate: \(error)")
+            throw ExitCode(1)
+        }
+        for (module, values) in try settings.globalArguments() {
+            try engine.setGlobalArguments(values, module: module)
+        }
+        let gateway = Gateway(engine: engine, events: events,
+                              configuration: GatewayConfiguration(adminToken: try settings.adminToken()))
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                host: settings.host, port: settings.port, threads: settings.threads,
+                maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout),
+            responder: gateway,
+            accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
+        HTTPServer.blockTerminationSignals()
+        do {
+            try server.start()
+        } catch {
+            printToStandardError("daogate: \(error)")
+            throw ExitCode(1)
+        }
+        logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
+        print("daogate listening on http://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(server.port)")
+        fflush(nil)
+
+        let signal = HTTPServer.waitForTerminationSignal()
+        logger.notice("signal \(signal): finishing in-flight requests")
+        server.shutdown(gracePeriod: .seconds(10))
+        engine.shutdown()
+        logger.notice("stopped")
+        fflush(nil)
+    }
+}
+
+/// The serve options resolved: the command line, else the environment, else the default.
+struct Settings {
+    var modules: String
+    var data: String
+    var host: String
+    var port: UInt16
+    var threads: Int
+    var keyFile: String?
+    var adminTokenFile: String?
+    var globalsFile: String?
+    var maximumBodySize: Int
+    var maximumOpenDatabases: Int
+    var synchronous: Synchronous
+    var timeout: Int
+    var logLevel: Logger.Level
+    var accessLog: Bool
+
+    init(_ options: Serve, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        func value(_ option: String?, _ name: String) -> String? {
+            option ?? environment[name].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        func number<T: FixedWidthInteger>(_ option: T?, _ name: String, _ fallback: T, _ range: ClosedRange<T>) throws -> T {
+            if let option { guard range.contains(option) else { throw ValidationError("\(name.lowercased()) must be in \(range)") }; return option }
+            guard let text = environment[name], !text.isEmpty else { return fallback }
+            guard let parsed = T(text), range.contains(parsed) else { throw ValidationError("\(name)=\(text) must be a number in \(range)") }
+            return parsed
+        }
+        modules = value(options.modules, "DAOGATE_MODULES") ?? "modules"
+        data = value(options.data, "DAOGATE_DATA") ?? "data"
+        host = value(options.host, "DAOGATE_HOST") ?? "127.0.0.1"
+        port = try number(options.port, "DAOGATE_PORT", 8080, 0...65535)
+        threads = try number(options.threads, "DAOGATE_THREADS", max(1, ProcessInfo.processInfo.activeProcessorCount), 1...1024)
+        keyFile = value(options.keyFile, "DAOGATE_KEY_FILE")
+        adminTokenFile = value(options.adminTokenFile, "DAOGATE_ADMIN_TOKEN_FILE")
+        globalsFile = value(options.globals, "DAOGATE_GLOBALS")
+        maximumBodySize = try number(options.maxBodySize, "DAOGATE_MAX_BODY_SIZE", 1 << 20, 1...(1 << 30))
+        maximumOpenDatabases = try number(options.maxOpenDatabases, "DAOGATE_MAX_OPEN_DATABASES", 128, 1...100_000)
+        timeout = try number(options.timeout, "DAOGATE_TIMEOUT", 30, 1...86_400)
+        switch value(options.synchronous, "DAOGATE_SYNCHRONOUS")?.lowercased() ?? "normal" {
+        case "normal": synchronous = .normal
+        case "full": synchronous = .full
+        case let other: throw ValidationError("synchronous must be normal or full, not \(other)")
+        }
+        let level = value(options.logLevel, "DAOGATE_LOG_LEVEL")?.lowercased() ?? "info"
+        guard let parsedLevel = Logger.Level(rawValue: level) else {
+            throw ValidationError("log level must be trace, debug, info, notice, warning, error or critical, not \(level)")
+        }
+        logLevel = parsedLevel
+        switch value(options.accessLog, "DAOGATE_ACCESS_LOG")?.lowercased() ?? "on" {
+        case "on", "true", "yes", "1": accessLog = true
+        case "off", "false", "no", "0": accessLog = false
+        case let other: throw ValidationError("access log must be on or off, not \(other)")
+        }
+        self.environment = environment
+    }
+
+    private let environment: [String: String]
+
+    /// The encryption key: the key file, else DAOGATE_KEY; nil when neither is set.
+    func key() throws -> CipherKey? {
+        do {
+            if let keyFile { return try CipherKey.load(file: keyFile) }
+            return try CipherKey.fromEnvironment("DAOGATE_KEY")
+        } catch {
+            throw ValidationError("the encryption key: \(error)")
+        }
+    }
+
+    /// The admin token: the token file, else DAOGATE_ADMIN_TOKEN; nil when neither is set.
+    func adminToken() throws -> String? {
+        var token: String?
+        if let adminTokenFile {
+            guard let data = FileManager.default.contents(atPath: adminTokenFile), let text = String(data: data, encoding: .utf8) else {
+                throw ValidationError("cannot read the admin token file \(adminTokenFile)")
+            }
+            token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            token = environment["DAOGATE_ADMIN_TOKEN"]?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        guard let token, !token.isEmpty else { return nil }
+        guard token.utf8.count >= 16 else { throw ValidationError("the admin token must be at least 16 characters") }
+        return token
+    }
+
+    /// Global arguments from the globals file, by module.
+    func globalArguments() throws -> [String: [String: Value]] {
+        guard let globalsFile else { return [:] }
+        guard let data = FileManager.default.contents(atPath: globalsFile) else {
+            throw ValidationError("cannot read the globals file \(globalsFile)")
+        }
+        guard case .object(let modules) = try Value(parsingJSON: [UInt8](data)) else {
+            throw ValidationError("the globals file must hold a JSON object of module → {name: value}")
+        }
+        var result: [String: [String: Value]] = [:]
+        for (module, values) in modules {
+            guard case .object(let members) = values else {
+                throw ValidationError("the globals of \(module) must be a JSON object")
+            }
+            result[module] = Dictionary(uniqueKeysWithValues: members.map { ($0.key, $0.value) })
+        }
+        return result
+    }
+}

@@ -30,8 +30,11 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
+# The embedded default: ./modules, data in ./data, on 127.0.0.1:8080. The
+# example modules encrypt a property, so a local key is made on first run.
 serve: release
-	.build/release/daogate serve
+	@test -f daogate.key || (head -c 32 /dev/urandom > daogate.key && chmod 600 daogate.key && echo "made daogate.key")
+	.build/release/daogate serve --key-file daogate.key
 
 bench: deps
 	bench/run

@@ -73,6 +73,8 @@ let package = Package(
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue"]),
+        // Against a real `daogate serve` on a loopback port, with curl.
+        .testTarget(name: "LiveTests"),
     ],
     swiftLanguageModes: [.v6]
 )

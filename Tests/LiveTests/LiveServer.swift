@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+/// A real `daogate serve` on a free loopback port, with its own data folder
+/// and key, started from the package root; stopped with SIGTERM.
+final class LiveServer: @unchecked Sendable {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The binary under test: `DAOGATE_BINARY`, else the debug build.
+    static var binary: String {
+        ProcessInfo.processInfo.environment["DAOGATE_BINARY"] ?? root.appendingPathComponent(".build/debug/daogate").path
+    }
+
+    let process = Process()
+    let folder: URL
+    var data: URL { folder.appendingPathComponent("data") }
+    private(set) var port = 0
+    private let output = Output()
+
+    /// Starts the server and waits until `/healthz` answers.
+    init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules") throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let key = folder.appendingPathComponent("daogate.key")
+        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: key)
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.currentDirectoryURL = Self.root
+        process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0", "--key-file", key.path] + arguments
+        var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
+        variables.merge(environment) { $1 }
+        process.environment = variables
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [output] handle in output.append(handle.availableData) }
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while port == 0 {
+            if let match = log.firstMatch(of: /daogate listening on http:\/\/[^\s]+:(\d+)/) { port = Int(match.1)! }
+            guard process.isRunning else { throw LiveError("daogate serve exited: \(log)") }
+            guard Date() < deadline else { throw LiveError("daogate serve did not start: \(log)") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        while (try? curl("/healthz").status) != 200 {
+            guard Date() < deadline else { throw LiveError("/healthz never answered: \(log)") }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+
+    deinit {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// What the server printed so far (standard output and error).
+    var log: String { output.text }
+
+    /// The server's output, appended from the pipe's reading thread.
+    final class Output: @unchecked Sendable {
+        private let lock = NSLock()
+        private var bytes: [UInt8] = []
+        func append(_ data: Data) { lock.withLock { bytes += data } }
+        var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    /// Sends SIGTERM and waits; returns the exit status.
+    func stop() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: String
+        var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] }
+        var code: String? { json?["code"] as? String }
+    }
+
+    /// One request with curl: `-i` output parsed into status, headers and body.
+    func curl(_ path: String, method: String? = nil, body: String? = nil, headers: [String] = [],
+              json: Bool = true) throws -> Reply {
+        var arguments = ["-s", "-i", base + path]
+        if let method { arguments += ["-X", method] }
+        for header in headers { arguments += ["-H", header] }
+        if let body {
+            arguments += ["--data-binary", body]
+            if json && !headers.contains(where: { $0.lowercased().hasPrefix("content-type") }) {
+                arguments += ["-H", "Content-Type: application/json"]
+            }
+        }
+        let text = try run("/usr/bin/curl", arguments)
+        guard let split = text.range(of: "\r\n\r\n") else { throw LiveError("no HTTP response: \(text)") }
+        let head = text[..<split.lowerBound].split(separator: "\r\n")
+        guard let statusLine = head.first, let status = Int(statusLine.split(separator: " ")[1]) else {
+            throw LiveError("no status line: \(text)")
+        }
+        var fields: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Reply(status: status, headers: fields, body: String(text[split.upperBound...]))
+    }
+}
+
+/// Runs a program and returns its standard output.
+@discardableResult
+func run(_ program: String, _ arguments: [String], input: String? = nil) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    if let input {
+        let pipe = Pipe()
+        process.standardInput = pipe
+        try process.run()
+        pipe.fileHandleForWriting.write(Data(input.utf8))
+        try pipe.fileHandleForWriting.close()
+    } else {
+        try process.run()
+    }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+struct LiveError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+
+/// The product as users meet it: `daogate serve` on a loopback port, called with curl.
+@Suite(.serialized) struct LiveTests {
+    /// The README's walk-through runs as printed and prints what it shows.
+    @Test func theReadmeCurlExamplesAreTrue() throws {
+        let server = try LiveServer()
+        let readme = try String(contentsOf: LiveServer.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "## A walk-through with curl"))
+        let section = readme[start.upperBound...].prefix { _ in true }
+        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
+        var commands = 0
+        for block in section[..<end].components(separatedBy: "```console\n").dropFirst() {
+            let lines = block.components(separatedBy: "\n```")[0].components(separatedBy: "\n")
+            var index = 0
+            while index < lines.count {
+                guard lines[index].hasPrefix("$ ") else { index += 1; continue }
+                let command = String(lines[index].dropFirst(2)).replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(server.port)")
+                var expected: [String] = []
+                index += 1
+                while index < lines.count && !lines[index].hasPrefix("$ ") { expected.append(lines[index]); index += 1 }
+                let output = try run("/bin/bash", ["-c", command])
+                #expect(output.trimmingCharacters(in: .newlines) == expected.joined(separator: "\n").trimmingCharacters(in: .newlines),
+                        "\(command)")
+                commands += 1
+            }
+        }
+        #expect(commands >= 8)
+    }
+
+    /// Every kind of bad input: a clear 4xx, never a 5xx, and no database touched that should not be.
+    @Test func badInputGetsAClearErrorAndChangesNothing() throws {
+        let server = try LiveServer(arguments: ["--max-body-size", "4096"])
+        let cases: [(String, LiveServer.Reply, Int, String)] = [
+            ("malformed JSON", try server.curl("/dao/Demo/getItem", body: "{\"index\": "), 400, "invalid_json"),
+            ("trailing garbage", try server.curl("/dao/Demo/getItem", body: "[1] [2]"), 400, "invalid_json"),
+            ("a string body", try server.curl("/dao/Demo/getItem", body: "\"1\""), 400, "invalid_body"),
+            ("a number body", try server.curl("/dao/Demo/getItem", body: "1"), 400, "invalid_body"),
+            ("wrong Content-Type", try server.curl("/dao/Demo/getItem", body: "[1]", headers: ["Content-Type: text/plain"]), 415, "unsupported_media_type"),
+            ("form-encoded body", try server.curl("/dao/Demo/getItem", body: "index=1", json: false), 415, "unsupported_media_type"),
+            ("unknown module", try server.curl("/dao/Nope/getItem", body: "[1]"), 404, "unknown_module"),
+            ("unknown method", try server.curl("/dao/Demo/nope", body: "[1]"), 404, "unknown_method"),
+            ("unknown route", try server.curl("/../../etc/passwd"), 404, "not_found"),
+            ("GET on a method", try server.curl("/dao/Demo/getItem"), 405, "method_not_allowed"),
+            ("missing $ argument", try server.curl("/dao/Books/addBook", body: #"{"year": 1}"#), 400, "missing_argument"),
+            ("null $ argument", try server.curl("/dao/Books/addBook", body: #"{"title": null}"#), 400, "missing_argument"),
+            ("wrong type", try server.curl("/dao/Demo/getItem", body: #"{"index": "one"}"#), 400, "wrong_type"),
+            ("unknown argument", try server.curl("/dao/Demo/getItem", body: #"{"idx": 1}"#), 400, "unknown_argument"),
+            ("too many arguments", try server.curl("/dao/Demo/getItem", body: "[1, 2]"), 400, "unknown_argument"),
+            ("user-dependent without X-User-Id", try server.curl("/dao/Messages/unreadCount", method: "POST"), 400, "user_required"),
+            ("empty user id", try server.curl("/dao/Messages/unreadCount", method: "POST", headers: ["X-User-Id;"]), 400, "invalid_user"),
+            ("10 KB user id", try server.curl("/dao/Messages/unreadCount", method: "POST",
+                                              headers: ["X-User-Id: " + String(repeating: "x", count: 10_240)]), 400, "invalid_user"),
+            ("template without a table", try server.curl("/dao/ChatMessages/latest", body: "[1]", headers: ["X-User-Id: u"]), 400, "invalid_table"),
+            ("invalid table name", try server.curl("/dao/ChatMessages/latest", body: "[1]",
+                                                   headers: ["X-User-Id: u", "X-Table-Name: t; drop table x"]), 400, "invalid_table"),
+            ("keyword table name", try server.curl("/dao/ChatMessages/latest", body: "[1]",
+                                                   headers: ["X-User-Id: u", "X-Table-Name: select"]), 400, "invalid_table"),
+            ("raw-text injection", try server.curl("/dao/Books/sorted", body: #"{"orderBy": "1; drop table books"}"#), 400, "unsafe_inline"),
+            ("invalid storage", try server.curl("/dao/Demo/getItem", body: "[1]", headers: ["X-Storage: ../x"]), 400, "invalid_storage"),
+            ("oversized body", try server.curl("/dao/Demo/insertItem", body: "[\"" + String(repeating: "a", count: 8000) + "\"]"), 413, "body_too_large"),
+            ("oversized chunked body", try server.curl("/dao/Demo/insertItem", body: "[\"" + String(repeating: "a", count: 8000) + "\"]",
+                                                       headers: ["Transfer-Encoding: chunked", "Content-Type: application/json"]), 413, "body_too_large"),
+            ("destructive operation on a shared database", try server.curl("/modules/Demo/table", method: "DELETE"), 403, "admin_disabled"),
+        ]
+        for (what, reply, status, code) in cases {
+            #expect(reply.status == status, "\(what): \(reply.status) \(reply.body)")
+            #expect(reply.code == code, "\(what): \(reply.body)")
+            #expect(reply.headers["content-type"] == "application/problem+json", "\(what)")
+        }
+        #expect(try server.curl("/dao/Books/addBook", body: #"{"title": "A", "isbn": "1"}"#).status == 200)
+        let conflict = try server.curl("/dao/Books/addBook", body: #"{"title": "B", "isbn": "1"}"#)
+        #expect(conflict.status == 409)
+        #expect(conflict.code == "constraint_violation")
+        #expect(try server.curl("/dao/Books/titlesFrom", body: "[0]").body == #"{"result":["A"]}"#)
+        // A hostile but valid id gets a database of its own, inside users/.
+        #expect(try server.curl("/dao/Messages/unreadCount", method: "POST", headers: ["X-User-Id: ../../etc/passwd"]).status == 200)
+        let databases = try FileManager.default.subpathsOfDirectory(atPath: server.data.path).filter { $0.hasSuffix(".db") }.sorted()
+        #expect(databases.count == 2)
+        #expect(databases.first == "common.db")
+        #expect(databases.last?.hasPrefix("users/x-") == true)
+    }
+
+    @Test func aNulByteInAHeaderIsRefusedWithout5xx() throws {
+        let server = try LiveServer()
+        let response = try rawRequest(port: server.port, Array("POST /dao/Messages/unreadCount HTTP/1.1\r\nHost: x\r\nX-User-Id: a".utf8)
+            + [0] + Array("b\r\nContent-Length: 0\r\n\r\n".utf8))
+        let status = Int(response.split(separator: " ").dropFirst().first ?? "") ?? 0
+        #expect((400..<500).contains(status) || response.isEmpty, "\(response)")
+        #expect(try server.curl("/healthz").status == 200)
+        let users = server.data.appendingPathComponent("users").path
+        #expect(!FileManager.default.fileExists(atPath: users))
+    }
+
+    @Test func keepAliveReusesTheConnection() throws {
+        let server = try LiveServer()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = ["-s", "-v", "-o", "/dev/null", server.base + "/healthz", "-o", "/dev/null", server.base + "/healthz"]
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(text.contains("Re-using existing connection"))
+    }
+
+    @Test func theAccessLogHasOneLinePerRequestAndNoUserID() throws {
+        let server = try LiveServer()
+        _ = try server.curl("/dao/Messages/unreadCount", method: "POST", headers: ["X-User-Id: ann-secret-id"])
+        _ = try server.curl("/dao/Demo/getItem", body: "[1]")
+        #expect(server.stop() == 0)
+        let log = server.log
+        #expect(log.contains("/dao/Messages/unreadCount"))
+        #expect(log.contains("/dao/Demo/getItem"))
+        #expect(log.contains("user#"))
+        #expect(!log.contains("ann-secret-id"))
+    }
+
+    @Test func shutdownFinishesTheRequestInFlightAndClosesTheDatabases() throws {
+        let server = try LiveServer()
+        #expect(try server.curl("/dao/Demo/insertItem", body: #"["first"]"#).status == 200)
+        // Headers and half a body arrive; the signal comes; then the rest of the body.
+        let socket = try connect(port: server.port)
+        defer { close(socket) }
+        send(socket, Array("POST /dao/Demo/insertItem HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n[\"sec".utf8))
+        Thread.sleep(forTimeInterval: 0.3)
+        server.process.terminate()
+        Thread.sleep(forTimeInterval: 0.3)
+        send(socket, Array("ond\"]".utf8))
+        let response = receive(socket)
+        #expect(response.hasPrefix("HTTP/1.1 200"), "\(response)")
+        #expect(response.contains(#"{"ok":true,"changes":1,"lastInsertRowId":2}"#))
+        server.process.waitUntilExit()
+        #expect(server.process.terminationStatus == 0)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: server.data.path).filter { $0.hasSuffix("-wal") }
+        #expect(leftovers.isEmpty, "the WAL was not checkpointed and removed: \(leftovers)")
+    }
+
+    @Test func settingsComeFromTheEnvironment() throws {
+        let server = try LiveServer(environment: ["DAOGATE_MAX_BODY_SIZE": "64", "DAOGATE_ACCESS_LOG": "off"])
+        #expect(try server.curl("/dao/Demo/insertItem", body: "[\"" + String(repeating: "a", count: 100) + "\"]").status == 413)
+        #expect(server.stop() == 0)
+        #expect(!server.log.contains("/dao/Demo/insertItem"))
+        #expect(throws: LiveError.self) { try LiveServer(environment: ["DAOGATE_LOG_LEVEL": "chatty"]) }
+    }
+
+    @Test func aBrokenModuleKeepsTheServerFromStarting() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-broken-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(#"<module name="M"><select id="a">selec 1</select></module>"#.utf8).write(to: folder.appendingPathComponent("m.xml"))
+        do {
+            _ = try LiveServer(modules: folder.path)
+            Issue.record("the server started")
+        } catch {
+            #expect("\(error)".contains("m.xml:1: SQLite: near \"selec\": syntax error"))
+        }
+    }
+}
+
+// MARK: Raw sockets, to send bytes curl will not
+
+func connect(port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    let status = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard status == 0 else { throw LiveError("cannot connect to port \(port)") }
+    return fd
+}
+
+func send(_ fd: Int32, _ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+}
+
+/// Reads until the peer closes, or a complete response with a Content-Length has arrived.
+func receive(_ fd: Int32) -> String {
+    var received: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = recv(fd, &buffer, buffer.count, 0)
+        if count <= 0 { break }
+        received += buffer[..<count]
+        let text = String(decoding: received, as: UTF8.self)
+        if let split = text.range(of: "\r\n\r\n"),
+           let length = text[..<split.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") })
+            .flatMap({ Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }),
+           text.utf8.count - text[..<split.upperBound].utf8.count >= length {
+            break
+        }
+    }
+    return String(decoding: received, as: UTF8.self)
+}
+
+func rawRequest(port: Int, _ bytes: [UInt8]) throws -> String {
+    let fd = try connect(port: port)
+    defer { close(fd) }
+    send(fd, bytes)
+    return receive(fd)
+}

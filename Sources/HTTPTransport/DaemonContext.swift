@@ -1,0 +1,224 @@
+import CMicroHTTPD
+import Logging
+import Synchronization
+
+/// What libmicrohttpd's callbacks reach through their `cls` pointer: the responder, the body limit, the access log and the counts shutdown watches.
+///
+/// The server passes it unretained: it owns the context and stops the daemon
+/// before letting it go.
+final class DaemonContext: Sendable {
+    let responder: any HTTPResponder
+    let maximumBodySize: Int
+    let accessLog: Logger?
+    /// Requests presented to the access handler whose completion has not been notified yet.
+    let inFlightRequests = Atomic<Int>(0)
+    /// Set when shutdown begins: new requests are refused from then on.
+    let isDraining = Atomic<Bool>(false)
+    /// The last message libmicrohttpd logged, which says why the daemon failed to start.
+    let lastDiagnostic = Mutex<String?>(nil)
+
+    init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?) {
+        self.responder = responder
+        self.maximumBodySize = maximumBodySize
+        self.accessLog = accessLog
+    }
+}
+
+/// One request's state between libmicrohttpd's calls, held retained by its `con_cls` from the first call to the completion callback.
+final class RequestState {
+    let started = ContinuousClock.now
+    var request: HTTPRequest
+    /// Set once the body grew past the limit: the rest is read and dropped, and the answer is 413.
+    var bodyLimitExceeded = false
+    /// The status of the response queued, nil until then.
+    var status: Int?
+    var logMetadata: [(name: String, value: String)] = []
+
+    init(request: HTTPRequest) {
+        self.request = request
+    }
+}
+
+extension DaemonContext {
+    /// The access handler's first call, once the headers are in: builds the request, or refuses it at once.
+    func begin(
+        connection: OpaquePointer,
+        method: UnsafePointer<CChar>?,
+        url: UnsafePointer<CChar>?,
+        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "",
+            path: url.map { String(cString: $0) } ?? "",
+            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND),
+            headers: connectionValues(connection, kind: .HEADER_KIND)
+        )
+        let state = RequestState(request: request)
+        slot.pointee = Unmanaged.passRetained(state).toOpaque()
+        inFlightRequests.add(1, ordering: .sequentiallyConsistent)
+
+        if isDraining.load(ordering: .sequentiallyConsistent) {
+            return refuse(.shuttingDown, state: state, connection: connection)
+        }
+        if let length = request.header("Content-Length").flatMap(declaredLength) {
+            if length > UInt64(maximumBodySize) {
+                return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
+            }
+            state.request.body.reserveCapacity(Int(length))
+        }
+        return .YES
+    }
+
+    /// Keeps a piece of the body, or drops it once the body has grown past the limit.
+    func receive(_ data: UnsafePointer<CChar>, count: Int, state: RequestState) {
+        guard !state.bodyLimitExceeded else { return }
+        guard count <= maximumBodySize - state.request.body.count else {
+            state.bodyLimitExceeded = true
+            state.request.body = []
+            return
+        }
+        state.request.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: count))
+    }
+
+    /// The access handler's last call, with the request complete: asks the responder and queues its answer.
+    func finish(state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        guard state.status == nil else { return .YES }
+        if state.bodyLimitExceeded {
+            return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
+        }
+        let response = responder.respond(to: state.request)
+        state.request.body = []
+        return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
+    }
+
+    /// The completion callback: writes the access-log line and stops counting the request.
+    func complete(state: RequestState, termination: MHD_RequestTerminationCode) {
+        if let accessLog {
+            accessLog.info(
+                state.status == nil ? "request not answered" : "request",
+                metadata: accessLogMetadata(state: state, termination: termination)
+            )
+        }
+        inFlightRequests.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// A message libmicrohttpd logged: kept for start-up errors, and passed to the log at debug level.
+    func diagnose(_ message: String) {
+        lastDiagnostic.withLock { $0 = message }
+        accessLog?.debug("libmicrohttpd: \(escapingControlCharacters(message))")
+    }
+
+    private func refuse(_ refusal: TransportRefusal, state: RequestState, connection: OpaquePointer) -> MHD_Result {
+        state.request.body = []
+        let response = responder.respond(to: refusal, request: state.request)
+        return queue(response, state: state, connection: connection, closing: true)
+    }
+
+    /// Hands a response to libmicrohttpd, which copies the body; `closing` adds `Connection: close`.
+    private func queue(
+        _ response: HTTPResponse,
+        state: RequestState,
+        connection: OpaquePointer,
+        closing: Bool
+    ) -> MHD_Result {
+        let created = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+        guard let handle = created else { return .NO }
+        defer { MHD_destroy_response(handle) }
+        for field in response.headers where !asciiCaseInsensitiveEquals(field.name, "Content-Length") {
+            if MHD_add_response_header(handle, field.name, field.value) == .NO {
+                accessLog?.warning(
+                    "response header refused by libmicrohttpd",
+                    metadata: ["header": .string(escapingControlCharacters(field.name))]
+                )
+            }
+        }
+        if closing {
+            _ = MHD_add_response_header(handle, "Connection", "close")
+        }
+        let status = (100...999).contains(response.status) ? response.status : 500
+        let result = MHD_queue_response(connection, UInt32(status), handle)
+        if result == .YES {
+            state.status = status
+            state.logMetadata = response.logMetadata
+        }
+        return result
+    }
+
+    private func accessLogMetadata(state: RequestState, termination: MHD_RequestTerminationCode) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [:]
+        for field in state.logMetadata {
+            metadata[field.name] = .string(escapingControlCharacters(field.value))
+        }
+        metadata["method"] = .string(escapingControlCharacters(state.request.method))
+        metadata["path"] = .string(escapingControlCharacters(state.request.path))
+        metadata["status"] = .string(state.status.map { String($0) } ?? "-")
+        metadata["duration_ms"] = .string(milliseconds(ContinuousClock.now - state.started))
+        if termination != .REQUEST_TERMINATED_COMPLETED_OK {
+            metadata["termination"] = .string(terminationName(termination))
+        }
+        return metadata
+    }
+}
+
+/// The length a `Content-Length` value declares (libmicrohttpd has already refused a malformed one); a run of digits too long for 64 bits counts as the largest length.
+private func declaredLength(_ value: String) -> UInt64? {
+    var digits = value.utf8[...]
+    while let first = digits.first, first == 0x20 || first == 0x09 { digits = digits.dropFirst() }
+    while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
+    guard !digits.isEmpty else { return nil }
+    var length: UInt64 = 0
+    for digit in digits {
+        guard (0x30...0x39).contains(digit) else { return nil }
+        let (shifted, overflowed) = length.multipliedReportingOverflow(by: 10)
+        let (sum, carried) = shifted.addingReportingOverflow(UInt64(digit - 0x30))
+        if overflowed || carried { return .max }
+        length = sum
+    }
+    return length
+}
+
+/// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.
+private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
+    var fields: [(name: String, value: String)] = []
+    withUnsafeMutablePointer(to: &fields) { pointer in
+        _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
+    }
+    return fields
+}
+
+/// A duration in milliseconds with three decimals, "12.345".
+func milliseconds(_ duration: Duration) -> String {
+    let (seconds, attoseconds) = duration.components
+    let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+    let fraction = String(microseconds % 1000)
+    return "\(microseconds / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+}
+
+/// The text with each control character written as `%XX`, so that a logged value stays on one line.
+func escapingControlCharacters(_ text: String) -> String {
+    guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return text }
+    var escaped = ""
+    for scalar in text.unicodeScalars {
+        if scalar.value < 0x20 || scalar.value == 0x7F {
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            escaped += hex.count == 1 ? "%0\(hex)" : "%\(hex)"
+        } else {
+            escaped.unicodeScalars.append(scalar)
+        }
+    }
+    return escaped
+}
+
+private func terminationName(_ code: MHD_RequestTerminationCode) -> String {
+    switch code {
+    case .REQUEST_TERMINATED_WITH_ERROR: "error"
+    case .REQUEST_TERMINATED_TIMEOUT_REACHED: "timeout"
+    case .REQUEST_TERMINATED_DAEMON_SHUTDOWN: "shutdown"
+    case .REQUEST_TERMINATED_READ_ERROR: "read error"
+    case .REQUEST_TERMINATED_CLIENT_ABORT: "client abort"
+    default: "code \(code.rawValue)"
+    }
+}

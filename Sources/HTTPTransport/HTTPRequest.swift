@@ -1,0 +1,57 @@
+/// One HTTP request as the transport hands it to a responder: method, path, query, headers and the whole body.
+public struct HTTPRequest: Sendable {
+    /// The method token as sent: "GET", "POST", …
+    public var method: String
+    /// The URL path, percent-decoded by libmicrohttpd, without the query.
+    public var path: String
+    /// The query arguments in the order sent, percent-decoded; an argument without `=` has the value "".
+    public var query: [(name: String, value: String)]
+    /// The header fields in the order received, each value without the whitespace around it.
+    public var headers: [(name: String, value: String)]
+    /// The request body, complete.
+    public var body: [UInt8]
+
+    public init(
+        method: String,
+        path: String,
+        query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8] = []
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The value of the first header field named `name`, compared without regard to ASCII case.
+    public func header(_ name: String) -> String? {
+        headers.first { asciiCaseInsensitiveEquals($0.name, name) }?.value
+    }
+
+    /// The value of the first query argument named `name` (compared exactly).
+    public func queryValue(_ name: String) -> String? {
+        query.first { $0.name == name }?.value
+    }
+}
+
+/// Whether two strings are equal when ASCII letters are compared without case, as HTTP field names are.
+func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
+    var left = a.utf8.makeIterator()
+    var right = b.utf8.makeIterator()
+    while true {
+        switch (left.next(), right.next()) {
+        case (nil, nil):
+            return true
+        case let (x?, y?):
+            if x != y && asciiLowercased(x) != asciiLowercased(y) { return false }
+        default:
+            return false
+        }
+    }
+}
+
+private func asciiLowercased(_ byte: UInt8) -> UInt8 {
+    (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+}

@@ -1,0 +1,27 @@
+/// What a responder answers: status, header fields and body, sent as given.
+///
+/// libmicrohttpd writes `Content-Length` (from the body) and `Date` itself: a
+/// `Content-Length` field here is ignored. A field with a name or value
+/// libmicrohttpd refuses (a line break, say) is left out and logged.
+public struct HTTPResponse: Sendable {
+    /// The status code, 100–999; anything else is sent as 500.
+    public var status: Int
+    /// The header fields, sent in this order.
+    public var headers: [(name: String, value: String)]
+    /// The body; libmicrohttpd leaves it out for HEAD requests and for statuses that have none.
+    public var body: [UInt8]
+    /// Extra fields for this request's access-log line (e.g. a digest of the user), never sent to the client.
+    public var logMetadata: [(name: String, value: String)]
+
+    public init(
+        status: Int,
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [],
+        logMetadata: [(name: String, value: String)] = []
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.logMetadata = logMetadata
+    }
+}

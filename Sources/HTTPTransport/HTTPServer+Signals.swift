@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension HTTPServer {
+    /// Blocks SIGTERM and SIGINT in the calling thread (call before `start()`, so worker threads inherit the mask), so `waitForTerminationSignal` can receive them.
+    public static func blockTerminationSignals() {
+        var signals = terminationSignals()
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+
+    /// Waits (sigwait) for SIGTERM or SIGINT; returns the signal number.
+    ///
+    /// The signals must be blocked in every thread (`blockTerminationSignals()`
+    /// first), or one may end the process before it is waited for.
+    public static func waitForTerminationSignal() -> Int32 {
+        var signals = terminationSignals()
+        var received: Int32 = 0
+        while sigwait(&signals, &received) != 0 {}
+        return received
+    }
+
+    private static func terminationSignals() -> sigset_t {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        return signals
+    }
+}

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMicroHTTPD
+import Logging
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd's thread pool (epoll), handing each complete request to an `HTTPResponder`.
+///
+/// `start()` binds and starts the threads; `shutdown(gracePeriod:)` drains and
+/// stops them. A server starts once; dropping a running one stops it at once.
+public final class HTTPServer: Sendable {
+    /// The memory libmicrohttpd gives each connection, for the request line, the headers and reading: room for about 32 KiB of headers.
+    static let connectionMemoryLimit = 64 * 1024
+
+    private let configuration: HTTPServerConfiguration
+    private let context: DaemonContext
+    private let lifecycle = Mutex<Lifecycle>(.idle)
+    private let boundPort = Atomic<UInt16>(0)
+
+    private enum Lifecycle {
+        case idle
+        case running(Daemon)
+        case stopping
+        case stopped
+    }
+
+    /// A running daemon's handle, which libmicrohttpd lets any thread quiesce and stop.
+    private struct Daemon: @unchecked Sendable {
+        let handle: OpaquePointer
+    }
+
+    /// A server that will listen as `configuration` says and answer through `responder`; `accessLog` gets one info line per request.
+    public init(configuration: HTTPServerConfiguration, responder: some HTTPResponder, accessLog: Logger? = nil) {
+        self.configuration = configuration
+        self.context = DaemonContext(
+            responder: responder,
+            maximumBodySize: configuration.maximumBodySize,
+            accessLog: accessLog
+        )
+    }
+
+    deinit {
+        shutdown(gracePeriod: .zero)
+    }
+
+    /// Binds the configured address and starts the thread pool; the error names host:port and the reason.
+    public func start() throws(HTTPServerError) {
+        let configuration = self.configuration
+        let context = self.context
+        let place = ListenAddress.display(host: configuration.host, port: configuration.port)
+        let port = try lifecycle.withLock { (state: inout Lifecycle) throws(HTTPServerError) -> UInt16 in
+            guard case .idle = state else {
+                throw HTTPServerError(message: "cannot start the HTTP server on \(place): it was started before")
+            }
+            if let problem = configuration.problem {
+                throw HTTPServerError(message: "cannot start the HTTP server on \(place): \(problem)")
+            }
+            var address = try ListenAddress.resolve(host: configuration.host, port: configuration.port).get()
+            var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+                | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
+            if address.isIPv6 {
+                flags |= address.isIPv6Any ? MHD_USE_DUAL_STACK.rawValue : MHD_USE_IPv6.rawValue
+            }
+            context.lastDiagnostic.withLock { $0 = nil }
+            let handle = withUnsafePointer(to: &address.storage) { storage in
+                storage.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                    daogate_mhd_start_daemon(
+                        flags,
+                        configuration.port,
+                        socketAddress,
+                        UInt32(configuration.threads),
+                        UInt32(configuration.connectionTimeout),
+                        UInt32(configuration.connectionLimit),
+                        Self.connectionMemoryLimit,
+                        handleAccess,
+                        handleCompletion,
+                        handleDiagnostic,
+                        Unmanaged.passUnretained(context).toOpaque()
+                    )
+                }
+            }
+            guard let handle else {
+                let reason = context.lastDiagnostic.withLock { $0 } ?? "libmicrohttpd could not start a daemon"
+                throw HTTPServerError(message: "cannot listen on \(place): \(reason)")
+            }
+            state = .running(Daemon(handle: handle))
+            return daogate_mhd_bound_port(handle)
+        }
+        boundPort.store(port, ordering: .sequentiallyConsistent)
+    }
+
+    /// The port the server is bound to (the one picked for port 0); 0 before `start()`.
+    public var port: UInt16 {
+        boundPort.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// Requests handed to the access handler whose connection has not finished with them yet.
+    public var inFlightRequests: Int {
+        context.inFlightRequests.load(ordering: .sequentiallyConsistent)
+    }
+
+    /// Graceful stop: stop accepting (MHD_quiesce_daemon), answer new requests on existing connections with the shuttingDown refusal, wait up to `gracePeriod` for in-flight requests to finish, then MHD_stop_daemon. Idempotent.
+    ///
+    /// Responses sent while draining carry `Connection: close`. The port stays
+    /// bound until the daemon stops. A responder still running when the grace
+    /// period ends cannot be interrupted: MHD_stop_daemon waits for it to
+    /// return, then closes every connection. A second call, or a call on a
+    /// server that never started, returns at once.
+    public func shutdown(gracePeriod: Duration = .seconds(10)) {
+        let daemon = lifecycle.withLock { (state: inout Lifecycle) -> Daemon? in
+            switch state {
+            case .running(let daemon):
+                state = .stopping
+                return daemon
+            case .idle:
+                state = .stopped
+                return nil
+            case .stopping, .stopped:
+                return nil
+            }
+        }
+        guard let daemon else { return }
+        context.isDraining.store(true, ordering: .sequentiallyConsistent)
+        let listenSocket = MHD_quiesce_daemon(daemon.handle)
+        let deadline = ContinuousClock.now.advanced(by: gracePeriod)
+        while inFlightRequests > 0 && ContinuousClock.now < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+            nanosleep(&pause, nil)
+        }
+        MHD_stop_daemon(daemon.handle)
+        if listenSocket >= 0 {
+            close(listenSocket)
+        }
+        lifecycle.withLock { $0 = .stopped }
+    }
+}

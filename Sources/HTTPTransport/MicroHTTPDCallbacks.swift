@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMicroHTTPD
+
+// libmicrohttpd's callbacks: file-scope functions that capture nothing, reaching
+// the server through `cls` (a `DaemonContext`, unretained) and each request
+// through `con_cls` (a `RequestState`, retained until completion).
+
+/// The access handler: called once the headers are in, for each piece of the body, and once the request is complete.
+func handleAccess(
+    _ cls: UnsafeMutableRawPointer?,
+    _ connection: OpaquePointer?,
+    _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?,
+    _ version: UnsafePointer<CChar>?,
+    _ uploadData: UnsafePointer<CChar>?,
+    _ uploadDataSize: UnsafeMutablePointer<Int>?,
+    _ slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let uploadDataSize, let slot else { return .NO }
+    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    guard let pointer = slot.pointee else {
+        return context.begin(connection: connection, method: method, url: url, slot: slot)
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
+    if uploadDataSize.pointee > 0 {
+        if let uploadData {
+            context.receive(uploadData, count: uploadDataSize.pointee, state: state)
+        }
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+    return context.finish(state: state, connection: connection)
+}
+
+/// The completion callback: releases the request's state, whether it was answered or the client went away.
+func handleCompletion(
+    _ cls: UnsafeMutableRawPointer?,
+    _ connection: OpaquePointer?,
+    _ slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ termination: MHD_RequestTerminationCode
+) {
+    guard let cls, let slot, let pointer = slot.pointee else { return }
+    slot.pointee = nil
+    let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
+    Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().complete(state: state, termination: termination)
+}
+
+/// libmicrohttpd's error logger: formats the message and hands it to the context.
+func handleDiagnostic(_ cls: UnsafeMutableRawPointer?, _ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer?) {
+    guard let cls, let format, let arguments else { return }
+    var buffer = [CChar](repeating: 0, count: 512)
+    guard vsnprintf(&buffer, buffer.count, format, arguments) >= 0 else { return }
+    var message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while message.last?.isNewline == true { message.removeLast() }
+    Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().diagnose(message)
+}
+
+/// Appends one header or query argument to the `[(name: String, value: String)]` that `cls` points to.
+///
+/// libmicrohttpd drops the whitespace before a header value; the whitespace
+/// after it, not part of the value either (RFC 9110 §5.5), is dropped here.
+func collectConnectionValue(
+    _ cls: UnsafeMutableRawPointer?,
+    _ kind: MHD_ValueKind,
+    _ key: UnsafePointer<CChar>?,
+    _ keySize: Int,
+    _ value: UnsafePointer<CChar>?,
+    _ valueSize: Int
+) -> MHD_Result {
+    guard let cls else { return .NO }
+    var valueBytes = UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : valueSize)
+    if kind == .HEADER_KIND {
+        while let last = valueBytes.last, last == 0x20 || last == 0x09 {
+            valueBytes = UnsafeRawBufferPointer(rebasing: valueBytes.dropLast())
+        }
+    }
+    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: key == nil ? 0 : keySize), as: UTF8.self)
+    let fields = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+    fields.pointee.append((name: name, value: String(decoding: valueBytes, as: UTF8.self)))
+    return .YES
+}

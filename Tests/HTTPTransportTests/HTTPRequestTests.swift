@@ -1,0 +1,35 @@
+import HTTPTransport
+import Testing
+
+@Suite("Requests and refusals in process")
+struct HTTPRequestTests {
+    @Test func headerLookupIgnoresCaseAndTakesTheFirstMatch() {
+        let request = HTTPRequest(
+            method: "GET", path: "/",
+            headers: [("X-Token", "first"), ("x-token", "second"), ("Accept", "*/*")]
+        )
+        #expect(request.header("x-TOKEN") == "first")
+        #expect(request.header("accept") == "*/*")
+        #expect(request.header("X-Tok") == nil)
+        #expect(request.header("X-Tokens") == nil)
+    }
+
+    @Test func queryLookupTakesTheFirstMatchExactly() {
+        let request = HTTPRequest(method: "GET", path: "/", query: [("a", "1"), ("A", "2"), ("a", "3")])
+        #expect(request.queryValue("a") == "1")
+        #expect(request.queryValue("A") == "2")
+        #expect(request.queryValue("b") == nil)
+    }
+
+    @Test(arguments: [
+        (TransportRefusal.bodyTooLarge(limit: 10), 413, #"{"error":"request body larger than 10 bytes"}"#),
+        (TransportRefusal.shuttingDown, 503, #"{"error":"server is shutting down"}"#),
+    ])
+    func defaultRefusalIsAPlainJSONError(refusal: TransportRefusal, status: Int, body: String) {
+        let response = RecordingResponder().respond(to: refusal, request: HTTPRequest(method: "GET", path: "/"))
+        #expect(response.status == status)
+        #expect(response.headers.map(\.name) == ["Content-Type"])
+        #expect(response.headers.first?.value == "application/json")
+        #expect(String(decoding: response.body, as: UTF8.self) == body)
+    }
+}

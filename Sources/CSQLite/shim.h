@@ -12,3 +12,12 @@ static inline void daogate_sqlite_disable_dqs(sqlite3 *db) {
 static inline sqlite3_destructor_type daogate_sqlite_transient(void) {
     return SQLITE_TRANSIENT;
 }
+
+/// `sqlite3_config` is variadic, which Swift cannot call: this turns off
+/// SQLite's memory statistics, whose global mutex every allocation of every
+/// connection would otherwise take, and which daogate never reads. It must
+/// run before SQLite initializes; later it returns SQLITE_MISUSE and changes
+/// nothing.
+static inline int daogate_sqlite_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}

@@ -64,6 +64,12 @@ public final class Engine: Sendable {
     public func globalArguments(module: String) -> [String: Value] {
         globalArguments.withLock { $0[module] ?? [:] }
     }
+
+    /// The global arguments a call of `module` sees: none, without a lock,
+    /// when the module declares none.
+    func globals(of module: Module) -> [String: Value] {
+        module.globals.isEmpty ? [:] : globalArguments(module: module.name)
+    }
 }
 
 /// Who a call is for: the reference's current user and custom storage.
@@ -178,7 +184,7 @@ extension Engine {
     /// Renders a call: nothing runs when this throws.
     func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
         do {
-            let frame = try target.method.frame(arguments: call.arguments, globals: globalArguments(module: target.module.name))
+            let frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
             return try target.method.render(frame: frame, table: target.table)
         } catch {
             throw EngineError(error)
@@ -209,7 +215,7 @@ extension Engine {
     private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
-            var frame = try target.method.frame(arguments: call.arguments, globals: globalArguments(module: target.module.name))
+            var frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
             switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil

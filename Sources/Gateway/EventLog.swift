@@ -56,12 +56,18 @@ public final class EventLog: EngineObserver {
     }
 }
 
-/// Request counters for `GET /metrics`.
+/// Request counters for `GET /metrics`: one atomic counter per status, so
+/// counting takes no lock on the request path.
 final class Metrics: Sendable {
-    private let responses = Mutex<[Int: Int]>([:])
+    private final class Counter: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    private let responses = (0..<600).map { _ in Counter() }
 
     func count(status: Int) {
-        responses.withLock { $0[status, default: 0] += 1 }
+        guard responses.indices.contains(status) else { return }
+        responses[status].value.add(1, ordering: .relaxed)
     }
 
     /// The Prometheus text exposition format.
@@ -70,8 +76,9 @@ final class Metrics: Sendable {
             "# HELP daogate_responses_total HTTP responses by status.",
             "# TYPE daogate_responses_total counter",
         ]
-        for (status, count) in responses.withLock({ $0 }).sorted(by: { $0.key < $1.key }) {
-            lines.append(#"daogate_responses_total{status="\#(status)"} \#(count)"#)
+        for status in responses.indices {
+            let count = responses[status].value.load(ordering: .relaxed)
+            if count > 0 { lines.append(#"daogate_responses_total{status="\#(status)"} \#(count)"#) }
         }
         lines += ["# HELP daogate_table_events_total Table events by kind.", "# TYPE daogate_table_events_total counter"]
         for kind in TableEvent.Kind.allCases {

@@ -38,6 +38,8 @@ public struct HTTPRequest: Sendable {
 
 /// Whether two strings are equal when ASCII letters are compared without case, as HTTP field names are.
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
+    // Names of other lengths, most of them, are told apart without reading a byte.
+    guard a.utf8.count == b.utf8.count else { return false }
     var left = a.utf8.makeIterator()
     var right = b.utf8.makeIterator()
     while true {

@@ -111,14 +111,35 @@ import Testing
         #expect(try pool.read { try $0.rows("select v from t").count } == 3)
     }
 
-    @Test func readBodyLeavingATransactionOpenDoesNotPinItsSnapshot() throws {
+    @Test func aReadBodyNestsItsTransactionInThePoolsSnapshot() throws {
         let pool = try makePool(.init(maximumReaders: 1))
-        try pool.read { try $0.execute("begin; select * from t") }
         try pool.write { try $0.execute("insert into t values (1)") }
-        try pool.read { (db) throws in
-            #expect(!db.isInTransaction)
-            #expect(try db.scalar("select count(*) from t") == 1)
+        let counts = try pool.read { db in
+            try db.inTransaction(.deferred) { [try db.scalar("select count(*) from t"), try db.scalar("select count(*) from t")] }
         }
+        #expect(counts == [1, 1])
+        try pool.write { try $0.execute("insert into t values (2)") }
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 2)
+    }
+
+    @Test func everyReadSeesTheWritesCommittedBeforeIt() throws {
+        let pool = try makePool(.init(maximumReaders: 2))
+        for value in 1...50 {
+            try pool.write { try $0.execute("insert into t values (\(value))") }
+            #expect(try pool.read { try $0.scalar("select count(*) from t") } == .integer(Int64(value)))
+        }
+    }
+
+    @Test func aWriteFromAnotherConnectionIsSeenOnceTheSnapshotAgesOut() throws {
+        let path = folder.file()
+        let pool = try DatabasePool(path: path)
+        try pool.write { try $0.execute("create table t(v integer)") }
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 0)
+        let outsider = try Database(path: path, readOnly: false, configuration: .init())
+        try outsider.execute("insert into t values (1)")
+        outsider.close()
+        Thread.sleep(forTimeInterval: 0.15)
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 1)
     }
 
     @Test func concurrentReadsSeeConsistentSnapshotsWhileTwoThreadsWrite() throws {

@@ -21,6 +21,7 @@ public final class Database {
 
     /// Opens (a writable connection creates the file, not its folder) and configures the connection.
     public init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(SQLiteError) {
+        _ = Database.libraryConfigured
         self.path = path
         self.isReadOnly = readOnly
         self.cache = StatementCache(capacity: configuration.statementCacheCapacity)
@@ -70,6 +71,10 @@ public final class Database {
     }
 
     /// Runs one or more statements without bindings (`sqlite3_exec`); rows are discarded.
+    /// Configures the SQLite library once, before its first connection opens:
+    /// no memory statistics (a global mutex on every allocation).
+    private static let libraryConfigured: Bool = daogate_sqlite_disable_memory_statistics() == SQLITE_OK
+
     public func execute(_ sql: String) throws(SQLiteError) {
         let connection = try requireConnection()
         try check(sqlite3_exec(connection, sql, nil, nil, nil), connection, sql: sql)
@@ -138,13 +143,19 @@ public final class Database {
     /// the next body's. Costs one `sqlite3_txn_state` when nothing was left.
     func endUse() {
         guard let connection, sqlite3_txn_state(connection, nil) != SQLITE_TXN_NONE else { return }
+        rewindStatements()
+        if sqlite3_get_autocommit(connection) == 0 {
+            sqlite3_exec(connection, "ROLLBACK", nil, nil, nil)
+        }
+    }
+
+    /// Resets the statements a body left mid-run, so they release what they read.
+    func rewindStatements() {
+        guard let connection else { return }
         var next = sqlite3_next_stmt(connection, nil)
         while let statement = next {
             if sqlite3_stmt_busy(statement) != 0 { sqlite3_reset(statement) }
             next = sqlite3_next_stmt(connection, statement)
-        }
-        if sqlite3_get_autocommit(connection) == 0 {
-            sqlite3_exec(connection, "ROLLBACK", nil, nil, nil)
         }
     }
 }

@@ -10,6 +10,14 @@ import Synchronization
 /// in parallel, each on its own read-only connection and WAL snapshot, and
 /// never wait for writes. The pool is for files: `":memory:"` has no WAL.
 ///
+/// A reader keeps its read transaction open between reads, as long as no
+/// write has committed since it began and for at most `maximumSnapshotAge`:
+/// a read then costs no file locking (two `fcntl` calls under SQLite's
+/// process-wide lock, which parallel readers would otherwise contend for).
+/// Every write ends the snapshots of idle readers and makes busy ones take a
+/// fresh snapshot next time, so a read always sees every write this pool
+/// committed before it began, and no idle reader holds back checkpoints.
+///
 /// Bodies should not nest calls on their pool: a `read` inside a read waits
 /// for itself once every reader is taken, and a `read` inside a write waits
 /// for readers whose bodies may be waiting for that write. A `write` inside a
@@ -28,6 +36,12 @@ public final class DatabasePool: @unchecked Sendable {
     /// The thread inside a write body, 0 when none: re-entrant writes throw instead of deadlocking.
     private let writerThread = Atomic<UInt>(0)
     private let writerIsOpen = Atomic<Bool>(true)
+    /// Counts the write bodies that have finished: a reader whose snapshot began
+    /// at an older count must take a new one.
+    private let writeGeneration = Atomic<UInt64>(0)
+    /// How long a reader may keep one snapshot when nothing is written (so
+    /// that writes from another process are seen soon).
+    static let maximumSnapshotAge = Duration.milliseconds(100)
     private let readers = Mutex(ReaderState())
     /// One permit per reader the pool may have checked out: `read` waits here when all are busy.
     private let readerPermits: DispatchSemaphore
@@ -105,8 +119,17 @@ public final class DatabasePool: @unchecked Sendable {
             result = Result { try body(writer.database) }
             writer.database.endUse()
             writerThread.store(0, ordering: .releasing)
+            writeGeneration.add(1, ordering: .releasing)
         }
+        endIdleSnapshots()
         return try result!.get()
+    }
+
+    /// Ends the read transactions of idle readers, after a write.
+    private func endIdleSnapshots() {
+        readers.withLock { state in
+            for reader in state.idle where reader.snapshot != nil { reader.endSnapshot() }
+        }
     }
 
     /// Runs `body` on a read-only connection, waiting for one when `maximumReaders` are busy.
@@ -118,6 +141,11 @@ public final class DatabasePool: @unchecked Sendable {
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
         let reader = try checkOutReader()
         defer { checkIn(reader) }
+        let generation = writeGeneration.load(ordering: .acquiring)
+        if let snapshot = reader.snapshot, snapshot.generation != generation || snapshot.began.duration(to: .now) > Self.maximumSnapshotAge {
+            reader.endSnapshot()
+        }
+        if reader.snapshot == nil { reader.beginSnapshot(generation: generation) }
         return try body(reader.database)
     }
 
@@ -148,7 +176,12 @@ public final class DatabasePool: @unchecked Sendable {
     }
 
     private func checkIn(_ reader: PooledConnection) {
-        reader.database.endUse()
+        reader.database.rewindStatements()
+        if reader.snapshot != nil
+            && (reader.database.isClosed || !reader.database.isInTransaction
+                || reader.snapshot?.generation != writeGeneration.load(ordering: .acquiring)) {
+            reader.endSnapshot()
+        }
         let usable = !reader.database.isClosed
         let keep = readers.withLock { state in
             if state.isClosed || !usable {
@@ -210,8 +243,28 @@ public final class DatabasePool: @unchecked Sendable {
 ///
 /// `Database` is not Sendable; the pool's locks give each connection to one
 /// thread at a time, which makes the hand-over safe.
-private struct PooledConnection: @unchecked Sendable {
+private final class PooledConnection: @unchecked Sendable {
     let database: Database
+    /// A reader's open read transaction: the write count when it began, and when.
+    var snapshot: (generation: UInt64, began: ContinuousClock.Instant)?
+
+    init(database: Database) {
+        self.database = database
+    }
+
+    /// Opens a read transaction; SQLite takes the snapshot at its first read.
+    func beginSnapshot(generation: UInt64) {
+        guard (try? database.execute("BEGIN DEFERRED")) != nil else { return }
+        snapshot = (generation, .now)
+    }
+
+    func endSnapshot() {
+        snapshot = nil
+        guard !database.isClosed else { return }
+        database.rewindStatements()
+        if database.isInTransaction { try? database.execute("COMMIT") }
+        if database.isInTransaction { try? database.execute("ROLLBACK") }
+    }
 }
 
 /// The calling thread's identity, to detect re-entrant writes.

@@ -51,6 +51,7 @@ final class GatewayFixture: Sendable {
                                                                body: Array((body ?? "").utf8))))
     }
 
+    @discardableResult
     func post(_ path: String, _ body: String? = nil, user: String? = nil, table: String? = nil) -> Reply {
         var headers: [(String, String)] = []
         if let user { headers.append((Gateway.userHeader, user)) }

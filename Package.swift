@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -11,6 +11,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // Without its default ExternalLoading trait, which daogate does not need.
+        .package(url: "https://github.com/mattpolzin/OpenAPIKit", from: "6.4.0", traits: []),
     ],
     targets: [
         // C libraries: a module map and a shim each, nothing more.
@@ -46,6 +48,7 @@ let package = Package(
             dependencies: [
                 "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ]
         ),
         // The thin executable.

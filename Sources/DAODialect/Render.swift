@@ -162,6 +162,11 @@ struct RenderContext {
     var quit = false
     /// An `@{}` wrote a caller's value into the text.
     var inlined = false
+    /// When describing a method: the source of each binding, in order.
+    var sources: [BindingSource]?
+    /// When describing a method: what each `foreach` item slot holds.
+    var itemSources: [Int: BindingSource] = [:]
+    var describedMethod: Method?
     /// Where the run of raw `@{x no ""}` text that ends the buffer starts, so
     /// adjacent raw values are checked together.
     var rawRunStart: Int?
@@ -190,6 +195,9 @@ struct RenderContext {
                 }
                 bindings.append(value)
                 buffer.appendPlaceholder()
+                if sources != nil, let method = describedMethod {
+                    sources!.append(source(of: reference.path, method: method))
+                }
             case .inline(let reference):
                 try inline(reference)
             case .table:
@@ -268,6 +276,11 @@ struct RenderContext {
             if stopped || quit { break }
             if index > 0 { buffer.append(raw: foreach.separator.utf8) }
             frame.locals[foreach.itemSlot] = element
+            if sources != nil, let method = describedMethod {
+                var collection = source(of: foreach.collection, method: method)
+                collection.steps.append(.element)
+                itemSources[foreach.itemSlot] = collection
+            }
             let start = buffer.count
             try render(foreach.body)
             trimSpaces(from: start)

@@ -235,3 +235,32 @@ import Testing
             == [SQL("update t set a = coalesce(?, '-'), b = coalesce(?, '-') where 1", [1, 2])])
     }
 }
+
+/// The sources of bound values, for descriptions of a method.
+@Suite struct BindingSourceTests {
+    let fixture = Fixture()
+
+    @Test func itemsAreTracedBackToTheirCollections() throws {
+        let loaded = try fixture.load(module("""
+            <insert id="add" arguments="messages, flag" foreach="messages.model">
+              insert into t (id, body, flag) values (#{model.msgId}, #{model.body.text}, #{flag})
+            </insert>
+            <select id="in" arguments="groups, limit">
+              select * from t where <foreach item="group" collection="groups" separator=" or ">
+                <foreach item="id" collection="group.ids" separator=" or ">id = #{id}</foreach></foreach>
+              limit #{limit}
+            </select>
+            """))
+        let add = try #require(loaded.method(named: "add"))
+        let addStatement = try #require(add.singleStatement)
+        var frame = try add.frame(arguments: [[["msgId": 1]], true])
+        frame.locals[add.foreach!.itemSlot] = ["msgId": 1]
+        let added = try #require(try addStatement.renderWithSources(frame: frame, table: "t", method: add))
+        #expect(added.sources.map(\.description) == ["messages[].msgId", "messages[].body.text", "flag"])
+        let select = try #require(loaded.method(named: "in"))
+        let rendered = try #require(try select.singleStatement!.renderWithSources(
+            frame: select.frame(arguments: [[["ids": [1, 2]]], 5]), table: "t", method: select))
+        #expect(rendered.sql == "select * from t where id = ? or id = ? limit ?")
+        #expect(rendered.sources.map(\.description) == ["groups[].ids[]", "groups[].ids[]", "limit"])
+    }
+}

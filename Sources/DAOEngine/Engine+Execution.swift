@@ -150,8 +150,9 @@ extension Engine {
                 do {
                     values[binding.index] = .blob(try cipher.encrypt(values[binding.index], context: binding.property))
                 } catch {
-                    throw EngineError(.encryption, "cannot encrypt \(binding.property): \(error.message)",
-                                      method: origin.name, line: statement.line)
+                    // A value the format cannot carry (a nested binary) is the caller's to fix.
+                    throw EngineError(error.kind == .unsupportedValue ? .invalidArguments : .encryption,
+                                      "cannot encrypt \(binding.property): \(error.message)", method: origin.name, line: statement.line)
                 }
             }
         }

@@ -30,6 +30,9 @@ public final class Engine: Sendable {
     public let configuration: Configuration
     /// The modules by name.
     public let modules: [String: Module]
+    /// What each method takes and gives, inferred from the modules' own tables.
+    public let descriptions: [String: [String: MethodDescription]]
+    let argumentChecks: ArgumentChecks
     let registry: DatabaseRegistry
     let observer: (any EngineObserver)?
     /// Global arguments (`globalArguments`) by module name.
@@ -42,6 +45,8 @@ public final class Engine: Sendable {
         }
         self.configuration = configuration
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.descriptions = MethodDescriber.describe(modules)
+        self.argumentChecks = ArgumentChecks(modules: modules, descriptions: descriptions)
         self.registry = DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
                                          configuration: configuration.database)
         self.observer = observer
@@ -184,6 +189,7 @@ extension Engine {
     /// Renders a call: nothing runs when this throws.
     func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
         do {
+            try argumentChecks.check(call.arguments, of: target.method)
             let frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
             return try target.method.render(frame: frame, table: target.table)
         } catch {
@@ -215,6 +221,7 @@ extension Engine {
     private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
+            try argumentChecks.check(call.arguments, of: target.method)
             var frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
             switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement

@@ -1,10 +1,12 @@
 import ArgumentParser
+import Gateway
 
 @main
 struct Daogate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "daogate",
         abstract: "An HTTP REST gateway over DAO modules: XML-described SQLite operations as POST endpoints.",
-        subcommands: [Serve.self, Check.self, Render.self]
+        version: daogateVersion,
+        subcommands: [Serve.self, Check.self, Render.self, OpenAPICommand.self]
     )
 }

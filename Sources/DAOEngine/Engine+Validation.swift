@@ -1,0 +1,83 @@
+import DAODialect
+import DAOValue
+
+/// Argument checks against the shapes the description infers, so that the
+/// OpenAPI description and the server agree: a value the description says is
+/// a string is refused as a number (400), as a declared type is.
+struct ArgumentChecks: Sendable {
+    /// For each method (by identity), the shape to check at each argument
+    /// position; nil where anything goes or a declared type already checks it.
+    let shapes: [ObjectIdentifier: [JSONShape?]]
+
+    init(modules: [Module], descriptions: [String: [String: MethodDescription]]) {
+        var shapes: [ObjectIdentifier: [JSONShape?]] = [:]
+        for module in modules {
+            for method in module.methods {
+                guard let description = descriptions[module.name]?[method.name] else { continue }
+                let checks: [JSONShape?] = method.arguments.map { argument in
+                    guard argument.type == nil, let shape = description.arguments.first(where: { $0.name == argument.name })?.shape,
+                          shape != .any else { return nil }
+                    return shape
+                }
+                if checks.contains(where: { $0 != nil }) { shapes[ObjectIdentifier(method)] = checks }
+            }
+        }
+        self.shapes = shapes
+    }
+
+    /// Refuses arguments whose values do not have their inferred shapes; the
+    /// arguments' form itself (object, array, names) is the frame's to check.
+    func check(_ arguments: Value, of method: Method) throws(RenderError) {
+        guard let checks = shapes[ObjectIdentifier(method)] else { return }
+        switch arguments {
+        case .object(let members):
+            for (index, argument) in method.arguments.enumerated() {
+                if let shape = checks[index], let value = members[argument.name] {
+                    try check(value, shape, path: argument.name, method: method)
+                }
+            }
+        case .array(let values):
+            for (index, value) in values.enumerated() where index < checks.count {
+                if let shape = checks[index] { try check(value, shape, path: method.arguments[index].name, method: method) }
+            }
+        default:
+            return
+        }
+    }
+
+    private func check(_ value: Value, _ shape: JSONShape, path: @autoclosure () -> String, method: Method) throws(RenderError) {
+        func mismatch(_ expected: String) -> RenderError {
+            RenderError(code: .wrongType, method: method.qualifiedName,
+                        message: "argument '\(path())' must be \(expected), not \(value.kindPhrase)", argument: path())
+        }
+        switch (shape, value) {
+        case (_, .null), (.any, _), (.number, .integer), (.number, .double), (.string, .string), (.boolean, .bool),
+             (.binary, .blob):
+            return
+        case (.integer(let bits), .integer(let integer)):
+            if bits == 32 && !(Int64(Int32.min)...Int64(Int32.max) ~= integer) {
+                throw RenderError(code: .wrongType, method: method.qualifiedName,
+                                  message: "argument '\(path())' is a 32-bit integer, and \(integer) is outside its range", argument: path())
+            }
+        case (.binary, .string(let text)) where Base64.decode(text) != nil:
+            return
+        case (.object(let properties, _), .object(let members)):
+            for property in properties {
+                if let member = members[property.name] {
+                    try check(member, property.shape, path: "\(path()).\(property.name)", method: method)
+                }
+            }
+        case (.array(let element), .array(let elements)):
+            for (index, element_) in elements.enumerated() {
+                try check(element_, element, path: "\(path())[\(index)]", method: method)
+            }
+        case (.integer, _): throw mismatch("an integer")
+        case (.number, _): throw mismatch("a number")
+        case (.string, _): throw mismatch("a string")
+        case (.boolean, _): throw mismatch("a boolean")
+        case (.binary, _): throw mismatch("binary as base64 text")
+        case (.object, _): throw mismatch("an object")
+        case (.array, _): throw mismatch("an array")
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import ArgumentParser
+import DAODialect
+import DAOEngine
+import Foundation
+import Gateway
+
+/// `daogate openapi`: the OpenAPI 3.1 description of a folder of modules.
+struct OpenAPICommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "openapi",
+        abstract: "Write the OpenAPI 3.1 description of a folder of modules.",
+        discussion: "The same document `daogate serve` answers GET /openapi.json with."
+    )
+
+    @Option(help: "The folder of module files.")
+    var modules: String = "modules"
+
+    @Option(help: "The file to write (standard output when absent).")
+    var out: String?
+
+    func run() throws {
+        let (loaded, errors) = ModuleLoader.loadDirectory(modules)
+        guard errors.isEmpty else {
+            for error in errors { printToStandardError(error.description) }
+            throw ExitCode(1)
+        }
+        let json = try OpenAPIDescription.json(OpenAPIDescription.document(
+            modules: loaded, descriptions: MethodDescriber.describe(loaded), version: daogateVersion))
+        if let out {
+            try Data(json).write(to: URL(fileURLWithPath: out))
+        } else {
+            FileHandle.standardOutput.write(Data(json))
+        }
+    }
+}

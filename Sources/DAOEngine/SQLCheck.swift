@@ -12,39 +12,25 @@ import DAOValue
 /// caller's values (`@{}`) is still prepared, but its errors are not
 /// reported: its text depends on what the caller sends, not on the module.
 public enum SQLCheck {
-    /// The table of a template module while it is checked.
+    /// The table of a template module while it is checked (of the first one,
+    /// when there are several: the others get `daogate_check_2`, …).
     public static let templateTable = "daogate_check"
 
     public static func check(_ modules: [Module]) -> [LoadError] {
-        let db: Database
+        var problems = Problems()
+        let sandbox: Sandbox
         do {
-            db = try Database(path: ":memory:", readOnly: false, configuration: DatabaseConfiguration())
+            sandbox = try Sandbox(modules) { module, statement, error in
+                problems.add(LoadError(file: module.file, line: statement.line, message: "SQLite: \(error.message)"))
+            }
         } catch {
             return [LoadError(file: "<memory>", line: 0, message: "cannot open an in-memory database: \(error.message)")]
         }
-        defer { db.close() }
-        var problems = Problems()
-        for module in modules {
-            let table = module.tableName ?? templateTable
-            guard let name = module.initializer, let initializer = module.method(named: name) else { continue }
-            for statement in renderings(of: initializer, table: table).flatMap(\.self) {
-                execute(statement, module: module, on: db, into: &problems, tolerateExisting: false)
-            }
-        }
-        for module in modules {
-            let table = module.tableName ?? templateTable
-            for upgrade in module.upgrades {
-                guard let statements = try? upgrade.render(table: table) else { continue }
-                for statement in statements {
-                    execute(statement, module: module, on: db, into: &problems, tolerateExisting: true)
-                }
-            }
-        }
-        for module in modules {
-            let table = module.tableName ?? templateTable
+        defer { sandbox.database.close() }
+        for (module, table) in zip(modules, sandbox.tables) {
             for method in module.methods where method.name != module.initializer {
                 for statement in renderings(of: method, table: table).flatMap(\.self) {
-                    prepare(statement, method: method, module: module, on: db, into: &problems)
+                    prepare(statement, method: method, module: module, on: sandbox.database, into: &problems)
                 }
             }
         }
@@ -59,18 +45,52 @@ public enum SQLCheck {
         }
     }
 
-    private static func execute(_ statement: RenderedStatement, module: Module, on db: Database,
-                                into problems: inout Problems, tolerateExisting: Bool) {
-        do {
-            let prepared = try db.makeStatement(statement.sql)
-            try prepared.bind(statement.bindings)
-            try prepared.run()
-        } catch {
-            // A resumable step may fail by design; an upgrade may repeat a
-            // change the initializer already made to a fresh table.
-            if statement.resumable { return }
-            if tolerateExisting && (error.message.contains("duplicate column") || error.message.contains("already exists")) { return }
-            problems.add(LoadError(file: module.file, line: statement.line, message: "SQLite: \(error.message)"))
+    /// One in-memory database holding every module's tables as its
+    /// initializer and upgrades leave them: where statements are asked about.
+    struct Sandbox {
+        let database: Database
+        /// The table `${T}` stands for in each module, in the modules' order.
+        let tables: [String]
+
+        /// Runs every module's initializer, then every module's upgrades in
+        /// order; `failed` hears of each statement SQLite refused (a failing
+        /// resumable step, and an upgrade repeating a change the initializer
+        /// already made, are not failures).
+        init(_ modules: [Module], failed: (Module, RenderedStatement, SQLiteError) -> Void = { _, _, _ in }) throws(SQLiteError) {
+            database = try Database(path: ":memory:", readOnly: false, configuration: DatabaseConfiguration())
+            var templates = 0
+            tables = modules.map { module in
+                if let table = module.tableName { return table }
+                templates += 1
+                return templates == 1 ? templateTable : "\(templateTable)_\(templates)"
+            }
+            for (module, table) in zip(modules, tables) {
+                guard let name = module.initializer, let initializer = module.method(named: name) else { continue }
+                for statement in renderings(of: initializer, table: table).flatMap(\.self) {
+                    execute(statement, module: module, tolerateExisting: false, failed: failed)
+                }
+            }
+            for (module, table) in zip(modules, tables) {
+                for upgrade in module.upgrades {
+                    guard let statements = try? upgrade.render(table: table) else { continue }
+                    for statement in statements {
+                        execute(statement, module: module, tolerateExisting: true, failed: failed)
+                    }
+                }
+            }
+        }
+
+        private func execute(_ statement: RenderedStatement, module: Module, tolerateExisting: Bool,
+                             failed: (Module, RenderedStatement, SQLiteError) -> Void) {
+            do {
+                let prepared = try database.makeStatement(statement.sql)
+                try prepared.bind(statement.bindings)
+                try prepared.run()
+            } catch {
+                if statement.resumable { return }
+                if tolerateExisting && (error.message.contains("duplicate column") || error.message.contains("already exists")) { return }
+                failed(module, statement, error)
+            }
         }
     }
 
@@ -90,8 +110,20 @@ public enum SQLCheck {
 
     /// The statements of every sample call of `method` that renders.
     static func renderings(of method: Method, table: String) -> [[RenderedStatement]] {
-        var renderings: [[RenderedStatement]] = []
-        for untyped in [Value.integer(1), .string("a"), .null, .array([.object([:])])] {
+        sampleRuns(of: method, table: table).map { runs in runs.flatMap { $0.statements + ($0.except ?? []) } }
+    }
+
+    /// The runs of every sample call of `method` that renders.
+    static func sampleRuns(of method: Method, table: String) -> [[RenderedRun]] {
+        sampleFrames(of: method).compactMap { try? method.render(frame: $0, table: table) }
+    }
+
+    /// The frames of sample calls of `method`, with arguments of several
+    /// kinds (an integer, a string, nil, an array of an object; a declared
+    /// type's sample), since dynamic tags render differently; those the
+    /// method refuses are left out.
+    static func sampleFrames(of method: Method) -> [Frame] {
+        [Value.integer(1), .string("a"), .null, .array([.object([:])])].compactMap { untyped in
             var locals: [Value] = []
             for (index, argument) in method.arguments.enumerated() {
                 if method.foreach?.collection == index {
@@ -102,11 +134,8 @@ public enum SQLCheck {
                     locals.append(untyped.isNull && argument.required ? .integer(1) : untyped)
                 }
             }
-            guard let frame = try? method.frame(arguments: .array(locals)),
-                  let runs = try? method.render(frame: frame, table: table) else { continue }
-            renderings.append(runs.flatMap { $0.statements + ($0.except ?? []) })
+            return try? method.frame(arguments: .array(locals))
         }
-        return renderings
     }
 
     private static func sample(_ type: ArgumentType) -> Value {

@@ -1,0 +1,95 @@
+import DAODialect
+
+/// The JSON a value takes, as far as daogate can tell.
+///
+/// What the OpenAPI description turns into JSON Schemas: a shape is never a
+/// guess, so anything daogate cannot be sure of is `.any`.
+public indirect enum JSONShape: Sendable, Equatable {
+    /// An integer of 32 (`int`) or 64 bits.
+    case integer(bits: Int)
+    case number
+    case string
+    case boolean
+    /// Base64 text in JSON.
+    case binary
+    /// An object: its known properties in first-seen order (others allowed), and its class when one is known.
+    case object(properties: [Property], className: String?)
+    case array(JSONShape)
+    case any
+
+    /// A property of an object.
+    public struct Property: Sendable, Equatable {
+        public var name: String
+        public var shape: JSONShape
+
+        public init(name: String, shape: JSONShape) {
+            self.name = name
+            self.shape = shape
+        }
+    }
+
+    /// The shape of a value of a column of this declared type, by SQLite's
+    /// affinity rules, and `BOOL` for booleans (JSON booleans bind as 1 and 0).
+    ///
+    /// `INT` → integer; `CHAR`, `CLOB`, `TEXT` → string; `BLOB` or no type →
+    /// any; `REAL`, `FLOA`, `DOUB` → number; `BOOL` → boolean; `DATE`,
+    /// `TIME` (`DATETIME`, `TIMESTAMP`) → any: SQLite keeps dates as ISO-8601
+    /// text, Julian day numbers or Unix times alike; any other type
+    /// (`NUMERIC`, `DECIMAL`) has numeric affinity → number.
+    init(declaredType: String) {
+        let type = declaredType.uppercased()
+        if type.contains("INT") { self = .integer(bits: 64) }
+        else if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { self = .string }
+        else if type.contains("BLOB") || type.isEmpty { self = .any }
+        else if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { self = .number }
+        else if type.contains("BOOL") { self = .boolean }
+        else if type.contains("DATE") || type.contains("TIME") { self = .any }
+        else { self = .number }
+    }
+
+    /// The shape of what a select reads from a column of this declared type:
+    /// as `init(declaredType:)`, except that `BOOL` columns read as integers
+    /// (SQLite stores booleans as 1 and 0, and results keep storage classes).
+    init(resultDeclaredType declaredType: String?) {
+        guard let declaredType else {
+            self = .any
+            return
+        }
+        let shape = JSONShape(declaredType: declaredType)
+        self = shape == .boolean ? .integer(bits: 64) : shape
+    }
+}
+
+/// What a method takes and gives.
+public struct MethodDescription: Sendable, Equatable {
+    /// One shape per declared argument, in declaration order.
+    public var arguments: [ArgumentShape]
+    /// The columns a `{}`, `AType` or `:AMap` result (or their arrays) yields,
+    /// after a map's renaming; nil for scalar results, writes, and when the
+    /// statement cannot be prepared.
+    ///
+    /// A `select` without `result` gives `[{}]`, so it has columns too.
+    public var resultColumns: [JSONShape.Property]?
+
+    public init(arguments: [ArgumentShape], resultColumns: [JSONShape.Property]?) {
+        self.arguments = arguments
+        self.resultColumns = resultColumns
+    }
+
+    /// The shape of the argument named `name`, nil when there is none.
+    public func argument(_ name: String) -> JSONShape? {
+        arguments.first { $0.name == name }?.shape
+    }
+}
+
+/// The shape of one argument of a method.
+public struct ArgumentShape: Sendable, Equatable {
+    /// As declared, without `$`.
+    public var name: String
+    public var shape: JSONShape
+
+    public init(name: String, shape: JSONShape) {
+        self.name = name
+        self.shape = shape
+    }
+}

@@ -127,6 +127,10 @@ struct BodyParser {
     var quote: Quote = .none
     /// The consts and fragments being expanded, to refuse cycles.
     var expanding: [String] = []
+    /// How many `<if>`, `<when>` and `<otherwise>` enclose the current point.
+    var conditionalDepth = 0
+    /// Arguments that an unconditional `<foreach>` iterates: a call fails when they are nil.
+    var unguardedCollections: Set<String> = []
 
     init(module: ModuleContext, scope: Scope, isWrite: Bool, method: String) {
         self.module = module
@@ -293,6 +297,8 @@ struct BodyParser {
         case "if":
             try checkAttributes(element, ["true", "false"])
             let condition = try parseCondition(element)
+            conditionalDepth += 1
+            defer { conditionalDepth -= 1 }
             return .if(condition, try parseNodes(element.children, allowDynamic: true))
         case "choose":
             try checkAttributes(element, [])
@@ -367,6 +373,8 @@ struct BodyParser {
     }
 
     mutating func parseChoose(_ element: XMLElement) throws(LoadError) -> SQLNode {
+        conditionalDepth += 1
+        defer { conditionalDepth -= 1 }
         var whens: [(Condition, [SQLNode])] = []
         var otherwise: [SQLNode]?
         for child in element.children {
@@ -422,6 +430,9 @@ struct BodyParser {
         if collection.members.isEmpty, let argument = scope.arguments.first(where: { $0.name == collection.root }),
            let type = argument.type {
             elementClass = DAODialect.elementClass(type)
+        }
+        if conditionalDepth == 0, collection.members.isEmpty, scope.arguments.contains(where: { $0.name == collection.root }) {
+            unguardedCollections.insert(collection.root)
         }
         let slot = scope.push(item: item, elementClass: elementClass)
         defer { scope.pop() }

@@ -71,6 +71,10 @@ extension Method {
             return nil
         case (.scalar(.double), .integer(let integer)):
             return .double(Double(integer))
+        case (.scalar(let scalar), .double(let double)) where scalar == .int || scalar == .longLong:
+            // JSON Schema counts 2.0 as an integer, so daogate does too.
+            guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
+            return try conform(.integer(integer), to: type, path: path()) ?? .integer(integer)
         case (.scalar(.binary), .string(let text)):
             guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
             return .blob(bytes)

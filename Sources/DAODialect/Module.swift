@@ -131,8 +131,13 @@ public final class Method: Sendable {
     public let body: Body
     /// How many local slots a call needs: arguments, then `foreach` items.
     public let localCount: Int
+    /// Arguments a call cannot leave nil although they have no `$`: the
+    /// method-level `foreach` collection, and those an unconditional
+    /// `<foreach>` iterates.
+    public let requiredCollections: Set<String>
 
-    init(name: String, moduleName: String, qualifiedName: String, kind: MethodKind, line: Int, documentation: String?, arguments: [MethodArgument], result: ResultType?, foreach: MethodForeach?, body: Body, localCount: Int) {
+    init(name: String, moduleName: String, qualifiedName: String, kind: MethodKind, line: Int, documentation: String?, arguments: [MethodArgument], result: ResultType?, foreach: MethodForeach?, body: Body, localCount: Int, requiredCollections: Set<String>) {
+        self.requiredCollections = requiredCollections
         self.name = name
         self.moduleName = moduleName
         self.qualifiedName = qualifiedName

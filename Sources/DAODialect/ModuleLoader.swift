@@ -438,8 +438,11 @@ struct ModuleParser {
             }
         }
         scope = bodyParser.scope
-        return Method(name: id, moduleName: moduleName, qualifiedName: moduleName + "." + id, kind: kind, line: line, documentation: documentation, arguments: arguments,
-                      result: result, foreach: foreach, body: body, localCount: scope.localCount)
+        var requiredCollections = bodyParser.unguardedCollections
+        if let foreach { requiredCollections.insert(arguments[foreach.collection].name) }
+        return Method(name: id, moduleName: moduleName, qualifiedName: moduleName + "." + id, kind: kind, line: line,
+                      documentation: documentation, arguments: arguments, result: result, foreach: foreach, body: body,
+                      localCount: scope.localCount, requiredCollections: requiredCollections)
     }
 
     /// `arguments="$a, b:long long, c:[string]"`.

@@ -25,6 +25,8 @@ public struct RenderedStatement: Sendable {
     public var line: Int
     /// Whether caller values were inlined into the SQL text (`@{}`).
     public var inlinesValues: Bool = false
+    /// Whether the SQL text depends on the call (dynamic tags or `@{}`).
+    public var dependsOnCall: Bool = false
 }
 
 /// One run of a method body: its statements, and for `<try>` the statements
@@ -132,7 +134,7 @@ extension SQLStatement {
             let sql = context.buffer.finish()
             if sql.isEmpty { return .nothing }
             return .run(RenderedStatement(sql: sql, bindings: context.bindings, encrypted: context.encrypted,
-                                          resumable: resumable, line: line, inlinesValues: context.inlined))
+                                          resumable: resumable, line: line, inlinesValues: context.inlined, dependsOnCall: true))
         }
     }
 }

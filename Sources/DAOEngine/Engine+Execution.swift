@@ -135,7 +135,7 @@ extension Engine {
             return statement.inlinesValues ? try db.makeStatement(statement.sql) : try db.cachedStatement(statement.sql)
         } catch {
             throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
-                              inlinesValues: statement.inlinesValues)
+                              shapedByCall: statement.dependsOnCall)
         }
     }
 

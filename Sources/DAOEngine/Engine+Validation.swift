@@ -27,25 +27,35 @@ struct ArgumentChecks: Sendable {
 
     /// Refuses arguments whose values do not have their inferred shapes; the
     /// arguments' form itself (object, array, names) is the frame's to check.
-    func check(_ arguments: Value, of method: Method) throws(RenderError) {
-        guard let checks = shapes[ObjectIdentifier(method)] else { return }
+    /// Returns them with integral decimals where integers go made integers
+    /// (JSON Schema counts 2.0 as an integer).
+    func checked(_ arguments: Value, of method: Method) throws(RenderError) -> Value {
+        guard let checks = shapes[ObjectIdentifier(method)] else { return arguments }
         switch arguments {
-        case .object(let members):
+        case .object(var members):
             for (index, argument) in method.arguments.enumerated() {
-                if let shape = checks[index], let value = members[argument.name] {
-                    try check(value, shape, path: argument.name, method: method)
+                if let shape = checks[index], let value = members[argument.name],
+                   let replacement = try check(value, shape, path: argument.name, method: method) {
+                    members[argument.name] = replacement
                 }
             }
-        case .array(let values):
-            for (index, value) in values.enumerated() where index < checks.count {
-                if let shape = checks[index] { try check(value, shape, path: method.arguments[index].name, method: method) }
+            return .object(members)
+        case .array(var values):
+            for index in values.indices where index < checks.count {
+                if let shape = checks[index],
+                   let replacement = try check(values[index], shape, path: method.arguments[index].name, method: method) {
+                    values[index] = replacement
+                }
             }
+            return .array(values)
         default:
-            return
+            return arguments
         }
     }
 
-    private func check(_ value: Value, _ shape: JSONShape, path: @autoclosure () -> String, method: Method) throws(RenderError) {
+    /// Checks one value; returns a replacement when its form changes.
+    private func check(_ value: Value, _ shape: JSONShape, path: @autoclosure () -> String,
+                       method: Method) throws(RenderError) -> Value? {
         func mismatch(_ expected: String) -> RenderError {
             RenderError(code: .wrongType, method: method.qualifiedName,
                         message: "argument '\(path())' must be \(expected), not \(value.kindPhrase)", argument: path())
@@ -53,24 +63,37 @@ struct ArgumentChecks: Sendable {
         switch (shape, value) {
         case (_, .null), (.any, _), (.number, .integer), (.number, .double), (.string, .string), (.boolean, .bool),
              (.binary, .blob):
-            return
+            return nil
         case (.integer(let bits), .integer(let integer)):
             if bits == 32 && !(Int64(Int32.min)...Int64(Int32.max) ~= integer) {
                 throw RenderError(code: .wrongType, method: method.qualifiedName,
                                   message: "argument '\(path())' is a 32-bit integer, and \(integer) is outside its range", argument: path())
             }
+            return nil
+        case (.integer, .double(let double)):
+            guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
+            return try check(.integer(integer), shape, path: path(), method: method) ?? .integer(integer)
         case (.binary, .string(let text)) where Base64.decode(text) != nil:
-            return
-        case (.object(let properties, _), .object(let members)):
+            return nil
+        case (.object(let properties, _), .object(var members)):
+            var changed = false
             for property in properties {
-                if let member = members[property.name] {
-                    try check(member, property.shape, path: "\(path()).\(property.name)", method: method)
+                if let member = members[property.name],
+                   let replacement = try check(member, property.shape, path: "\(path()).\(property.name)", method: method) {
+                    members[property.name] = replacement
+                    changed = true
                 }
             }
-        case (.array(let element), .array(let elements)):
-            for (index, element_) in elements.enumerated() {
-                try check(element_, element, path: "\(path())[\(index)]", method: method)
+            return changed ? .object(members) : nil
+        case (.array(let element), .array(var elements)):
+            var changed = false
+            for index in elements.indices {
+                if let replacement = try check(elements[index], element, path: "\(path())[\(index)]", method: method) {
+                    elements[index] = replacement
+                    changed = true
+                }
             }
+            return changed ? .array(elements) : nil
         case (.integer, _): throw mismatch("an integer")
         case (.number, _): throw mismatch("a number")
         case (.string, _): throw mismatch("a string")

@@ -189,8 +189,8 @@ extension Engine {
     /// Renders a call: nothing runs when this throws.
     func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
         do {
-            try argumentChecks.check(call.arguments, of: target.method)
-            let frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
+            let arguments = try argumentChecks.checked(call.arguments, of: target.method)
+            let frame = try target.method.frame(arguments: arguments, globals: globals(of: target.module))
             return try target.method.render(frame: frame, table: target.table)
         } catch {
             throw EngineError(error)
@@ -221,8 +221,8 @@ extension Engine {
     private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
-            try argumentChecks.check(call.arguments, of: target.method)
-            var frame = try target.method.frame(arguments: call.arguments, globals: globals(of: target.module))
+            let arguments = try argumentChecks.checked(call.arguments, of: target.method)
+            var frame = try target.method.frame(arguments: arguments, globals: globals(of: target.module))
             switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil

@@ -60,15 +60,15 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         self.init(code, render.message, method: render.method, render: render)
     }
 
-    /// The error of a statement SQLite refused. `inlinesValues` says whether
-    /// the caller's values are part of its SQL text (`@{}`), which makes an
-    /// SQL error theirs.
-    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, inlinesValues: Bool = false) {
+    /// The error of a statement SQLite refused. `shapedByCall` says whether the
+    /// call made its SQL text (its values inlined by `@{}`, or dynamic tags that
+    /// rendered, say, an empty `in ()`), which makes an SQL error the caller's.
+    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, shapedByCall: Bool = false) {
         let code: Code = if sqlite.isConstraintViolation { .constraintViolation }
             else if sqlite.isBusy { .busy }
             else if sqlite.code == 18 /* SQLITE_TOOBIG */ { .tooBig }
             else if sqlite.code == 20 /* SQLITE_MISMATCH */ { .invalidArguments }
-            else if sqlite.code == 1 /* SQLITE_ERROR */ && inlinesValues { .invalidArguments }
+            else if sqlite.code == 1 /* SQLITE_ERROR */ && shapedByCall { .invalidArguments }
             else { .statementFailed }
         let place = line.map { " (\(file.map { "\($0):" } ?? "line ")\($0))" } ?? ""
         self.init(code, "the statement\(place) failed: \(sqlite.message)", method: method, line: line, sqlite: sqlite)

@@ -2,16 +2,19 @@ import DAODialect
 
 /// A caller's user id, validated: the only way a user id reaches the file system.
 ///
-/// Ids are 1 to 128 bytes of UTF-8 without control characters. A file name
+/// Ids are 1 to 128 visible ASCII characters (`!` to `~`: what an HTTP header
+/// carries without ambiguity, and what the OpenAPI description can say). A file name
 /// holds the id through a reversible encoding that can never contain `/`,
 /// `.`, NUL or upper-case letters (so case-insensitive file systems cannot
 /// merge two users): ids made only of `[a-z0-9_-]` keep their text behind a
 /// `p-` prefix; any other id is the lower-case base32 (RFC 4648, no padding)
 /// of its bytes behind an `x-` prefix. Either form is at most 207 characters.
+/// The pattern of valid ids, for the OpenAPI description: `UserID.pattern`.
 public struct UserID: Sendable, Hashable, CustomStringConvertible {
     public let rawValue: String
 
     public static let maximumLength = 128
+    public static let pattern = "^[!-~]{1,128}$"
 
     public init(_ text: String) throws(EngineError) {
         let bytes = text.utf8.count
@@ -19,8 +22,8 @@ public struct UserID: Sendable, Hashable, CustomStringConvertible {
         guard bytes <= Self.maximumLength else {
             throw EngineError(.invalidUser, "the user id is \(bytes) bytes long; at most \(Self.maximumLength) are allowed")
         }
-        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw EngineError(.invalidUser, "the user id contains a control character")
+        guard text.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            throw EngineError(.invalidUser, "the user id has a character other than visible ASCII (! to ~): spaces, control characters and non-ASCII are not allowed")
         }
         rawValue = text
     }

@@ -14,8 +14,9 @@ extension Gateway {
             throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase)")
         }
         let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(request.header(Self.tableHeader)))
+        let context = try context(request)
         do {
-            let result = try engine.call(call, context: context(request))
+            let result = try engine.call(call, context: context)
             var body: [UInt8] = []
             body.reserveCapacity(128)
             Self.write(result, to: &body, encoding)
@@ -64,8 +65,9 @@ extension Gateway {
             }
             calls.append(Call(module: module, method: method, arguments: arguments, table: table))
         }
+        let context = try context(request)
         do {
-            let results = try engine.transaction(calls, context: context(request))
+            let results = try engine.transaction(calls, context: context)
             var body = Array(#"{"results":["#.utf8)
             for (index, result) in results.enumerated() {
                 if index > 0 { body.append(UInt8(ascii: ",")) }

@@ -23,13 +23,13 @@ extension Gateway {
         guard let module = engine.modules[name] else {
             throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
         }
-        let context = context(request)
+        let context = try context(request)
         let table = nonEmpty(request.header(Self.tableHeader))
         do {
             switch rest {
             case []:
                 try allow(request, ["GET", "HEAD"])
-                return json(try describe(module, context: context, table: table), encoding)
+                return json(try describe(module, context: context, table: module.isTemplate ? table : nil), encoding)
             case ["last-insert-rowid"]:
                 try allow(request, ["GET", "HEAD"])
                 return json(["lastInsertRowId": .integer(try engine.lastInsertRowID(module: name, context: context))], encoding)
@@ -106,7 +106,13 @@ extension Gateway {
         ]
         // The caller's storage: only when the call would reach it (a user-dependent
         // module needs the caller's user id; a template its table).
-        if (try? engine.location(of: module, context: context)) != nil {
+        var reachable = true
+        do {
+            _ = try engine.location(of: module, context: context)
+        } catch where error.code == .userRequired {
+            reachable = false
+        }
+        if reachable {
             if module.isTemplate {
                 description["tables"] = .array(try engine.tables(module: module.name, context: context).map {
                     ["table": .string($0.table), "version": $0.version.map { .string($0.description) } ?? .null]
@@ -149,14 +155,13 @@ extension Gateway {
     }
 
     func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
+        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
+        required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
+        guard let given = request.header("Authorization") else { throw required }
         guard let token = configuration.adminToken else {
             throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
         }
-        guard let given = request.header("Authorization"), constantTimeEqual(given, "Bearer " + token) else {
-            var problem = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
-            problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
-            throw problem
-        }
+        guard constantTimeEqual(given, "Bearer " + token) else { throw required }
     }
 }
 

@@ -155,9 +155,20 @@ public final class Gateway: HTTPResponder {
 
     // MARK: Requests
 
-    /// The caller's user and storage, from the headers.
-    func context(_ request: HTTPRequest) -> CallContext {
-        CallContext(user: request.header(Self.userHeader), storage: nonEmpty(request.header(Self.storageHeader)))
+    /// The caller's user and storage, from the headers; either, when sent, must
+    /// be valid (even where a module would not use it), as the description says.
+    func context(_ request: HTTPRequest) throws(Problem) -> CallContext {
+        let user = request.header(Self.userHeader)
+        let storage = nonEmpty(request.header(Self.storageHeader))
+        do {
+            if let user { _ = try UserID(user) }
+        } catch {
+            throw Problem(error)
+        }
+        if let storage, let problem = storageNameProblem(storage) {
+            throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
+        }
+        return CallContext(user: user, storage: storage)
     }
 
     func nonEmpty(_ text: String?) -> String? {

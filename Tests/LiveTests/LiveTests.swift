@@ -62,7 +62,9 @@ import Testing
             ("oversized body", try server.curl("/dao/Demo/insertItem", body: "[\"" + String(repeating: "a", count: 8000) + "\"]"), 413, "body_too_large"),
             ("oversized chunked body", try server.curl("/dao/Demo/insertItem", body: "[\"" + String(repeating: "a", count: 8000) + "\"]",
                                                        headers: ["Transfer-Encoding: chunked", "Content-Type: application/json"]), 413, "body_too_large"),
-            ("destructive operation on a shared database", try server.curl("/modules/Demo/table", method: "DELETE"), 403, "admin_disabled"),
+            ("destructive operation on a shared database", try server.curl("/modules/Demo/table", method: "DELETE"), 401, "admin_required"),
+            ("admin token sent to a server without one", try server.curl("/modules/Demo/table", method: "DELETE",
+                                                                       headers: ["Authorization: Bearer guess"]), 403, "admin_disabled"),
         ]
         for (what, reply, status, code) in cases {
             #expect(reply.status == status, "\(what): \(reply.status) \(reply.body)")

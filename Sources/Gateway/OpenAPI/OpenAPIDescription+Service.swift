@@ -10,8 +10,10 @@ extension OpenAPIDescription {
             properties: [
                 "module": .string(allowedValues: modules.map { .init($0.name) }),
                 "method": .string,
-                "arguments": .fragment(required: false, description: "An object by name or an array by position."),
-                "table": .string(required: false, description: "The table of a template module (else X-Table-Name)."),
+                "arguments": .any(of: .object(additionalProperties: .init(true)), .array(items: .fragment()), .null(),
+                                  required: false, description: "An object by name or an array by position."),
+                "table": .string(required: false, nullable: true, description: "The table of a template module (else X-Table-Name).",
+                                 minLength: 1, maxLength: 128, pattern: "^[A-Za-z_][A-Za-z0-9_]*$"),
             ],
             additionalProperties: .init(false))
         let result = JSONSchema.any(of: [
@@ -34,10 +36,10 @@ extension OpenAPIDescription {
 
     mutating func addIntrospectionAndProxyOperations() {
         let module = OpenAPI.Parameter.path(name: "module", schema: .string(allowedValues: modules.map { .init($0.name) }))
-        let user = OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: .string(),
+        let user = OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
                                             description: "The caller's user, for a user-dependent module.")
-        let table = OpenAPI.Parameter.header(name: "X-Table-Name", required: false, schema: .string(),
-                                             description: "The table, for a template module.")
+        let table = OpenAPI.Parameter.header(name: "X-Table-Name", required: false, schema: Self.tableSchema,
+                                             description: "The table, for a template module (ignored for others).")
         let storage: Either<OpenAPI.Reference<OpenAPI.Parameter>, OpenAPI.Parameter> = .reference(.component(named: "Storage"))
         let adminOrOwner = "On a user's own database the caller may do this; on a shared one it needs the admin token."
 

@@ -80,15 +80,19 @@ public struct OpenAPIDescription {
         var requestBody: OpenAPI.Request?
         if !method.arguments.isEmpty {
             var properties = OrderedDictionary<String, JSONSchema>()
+            var anyRequired = false
             for argument in method.arguments {
                 let shape = description?.arguments.first { $0.name == argument.name }?.shape ?? .any
-                properties[argument.name] = schema(shape, nullable: !argument.required, required: argument.required)
+                // A `foreach` collection that no condition guards fails when nil, as a `$` argument does.
+                let required = argument.required || method.requiredCollections.contains(argument.name)
+                anyRequired = anyRequired || required
+                properties[argument.name] = schema(shape, nullable: !required, required: required)
             }
             let positional = method.arguments.map { $0.name }.joined(separator: ", ")
             requestBody = OpenAPI.Request(
                 description: "The arguments by name. A JSON array of them by position is accepted too (\(positional)).",
                 content: [.json: .init(OpenAPI.Content(schema: .object(properties: properties, additionalProperties: .init(false))))],
-                required: method.arguments.contains { $0.required })
+                required: anyRequired)
         }
 
         let success: JSONSchema
@@ -188,8 +192,8 @@ public struct OpenAPIDescription {
         case .object(let properties, let className):
             var members = OrderedDictionary<String, JSONSchema>()
             for property in properties { members[property.name] = schema(property.shape, nullable: true, required: false) }
-            return .object(required: required, nullable: nullable, title: className, properties: members,
-                           additionalProperties: .init(true))
+            return .object(required: required, nullable: nullable, description: className.map { "An object of class \($0)." },
+                           properties: members, additionalProperties: .init(true))
         case .array(let element):
             return .array(required: required, nullable: nullable, items: schema(element, nullable: true))
         case .any:
@@ -209,6 +213,11 @@ public struct OpenAPIDescription {
         }
         return map
     }
+
+    /// What a user id may be (`UserID`): 1 to 128 visible ASCII characters.
+    static let userSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: UserID.pattern)
+    /// What a table name may look like (the keyword rule aside).
+    static let tableSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: "^[A-Za-z_][A-Za-z0-9_]*$")
 
     static let problemStatuses: [(Int, String)] = [
         (400, "The request is not one the method takes: see code and detail."),
@@ -248,17 +257,17 @@ public struct OpenAPIDescription {
                 content: [OpenAPI.ContentType(rawValue: "application/problem+json")!: .init(OpenAPI.Content(schema: .reference(.component(named: "Problem"))))]))
         }
         components.parameters["RequiredUser"] = .init(OpenAPI.Parameter.header(
-            name: "X-User-Id", required: true, schema: .string(minLength: 1, maxLength: 128),
+            name: "X-User-Id", required: true, schema: Self.userSchema,
             description: "The caller's user: the call runs in their own database."))
         components.parameters["OptionalUser"] = .init(OpenAPI.Parameter.header(
-            name: "X-User-Id", required: false, schema: .string(),
-            description: "Ignored: this module keeps one shared database."))
+            name: "X-User-Id", required: false, schema: Self.userSchema,
+            description: "The caller's user; this module keeps one shared database, but a user id sent must still be valid."))
         components.parameters["Storage"] = .init(OpenAPI.Parameter.header(
-            name: "X-Storage", required: false, schema: .string(minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_][A-Za-z0-9_-]*$"),
-            description: "A custom storage (APCustomStorage) instead of the module's own."))
+            name: "X-Storage", required: false, schema: .string(maxLength: 64, pattern: "^([A-Za-z0-9_][A-Za-z0-9_-]*)?$"),
+            description: "A custom storage (APCustomStorage) instead of the module's own; empty means none."))
         components.parameters["Table"] = .init(OpenAPI.Parameter.header(
-            name: "X-Table-Name", required: true, schema: .string(minLength: 1, maxLength: 128, pattern: "^[A-Za-z_][A-Za-z0-9_]*$"),
-            description: "The table of this template module (not an SQL keyword, not starting with sqlite_)."))
+            name: "X-Table-Name", required: true, schema: Self.tableSchema,
+            description: "The table of this template module (not an SQL keyword, not starting with sqlite_, not TableVersions)."))
         components.securitySchemes["admin"] = .init(OpenAPI.SecurityScheme(
             type: .http(scheme: "bearer", bearerFormat: nil), description: "The admin token the server was started with."))
     }

@@ -116,6 +116,7 @@ extension BodyParser {
             case (_, .string): mode = .insideString
             case (_, .identifier(let quoteByte)): mode = .insideIdentifier(quoteByte)
             }
+            if mode == .raw, scope.arguments.contains(where: { $0.name == path.root }) { rawTextArguments.insert(path.root) }
             list.append(.inline(InlineReference(path: path, orEmpty: modifier == "or", mode: mode, line: line)))
         default:
             try expandConfig(content.trimmingCharacters(in: .whitespaces), line: line, into: &list)

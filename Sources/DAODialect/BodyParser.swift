@@ -131,6 +131,8 @@ struct BodyParser {
     var conditionalDepth = 0
     /// Arguments that an unconditional `<foreach>` iterates: a call fails when they are nil.
     var unguardedCollections: Set<String> = []
+    /// Arguments inlined as raw text (`@{x no ""}`).
+    var rawTextArguments: Set<String> = []
 
     init(module: ModuleContext, scope: Scope, isWrite: Bool, method: String) {
         self.module = module

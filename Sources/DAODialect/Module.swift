@@ -135,9 +135,15 @@ public final class Method: Sendable {
     /// method-level `foreach` collection, and those an unconditional
     /// `<foreach>` iterates.
     public let requiredCollections: Set<String>
+    /// Arguments inlined as raw text (`@{x no ""}`) somewhere in the body:
+    /// SQL text, whose validity SQLite alone can tell.
+    public let rawTextArguments: Set<String>
 
-    init(name: String, moduleName: String, qualifiedName: String, kind: MethodKind, line: Int, documentation: String?, arguments: [MethodArgument], result: ResultType?, foreach: MethodForeach?, body: Body, localCount: Int, requiredCollections: Set<String>) {
+    init(name: String, moduleName: String, qualifiedName: String, kind: MethodKind, line: Int, documentation: String?,
+         arguments: [MethodArgument], result: ResultType?, foreach: MethodForeach?, body: Body, localCount: Int,
+         requiredCollections: Set<String>, rawTextArguments: Set<String>) {
         self.requiredCollections = requiredCollections
+        self.rawTextArguments = rawTextArguments
         self.name = name
         self.moduleName = moduleName
         self.qualifiedName = qualifiedName

@@ -442,7 +442,8 @@ struct ModuleParser {
         if let foreach { requiredCollections.insert(arguments[foreach.collection].name) }
         return Method(name: id, moduleName: moduleName, qualifiedName: moduleName + "." + id, kind: kind, line: line,
                       documentation: documentation, arguments: arguments, result: result, foreach: foreach, body: body,
-                      localCount: scope.localCount, requiredCollections: requiredCollections)
+                      localCount: scope.localCount, requiredCollections: requiredCollections,
+                      rawTextArguments: bodyParser.rawTextArguments)
     }
 
     /// `arguments="$a, b:long long, c:[string]"`.

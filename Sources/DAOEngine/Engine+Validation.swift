@@ -3,26 +3,38 @@ import DAOValue
 
 /// Argument checks against the shapes the description infers, so that the
 /// OpenAPI description and the server agree: a value the description says is
-/// a string is refused as a number (400), as a declared type is.
+/// a string is refused as a number (400), as a declared type is, and an empty
+/// array where the description says `minItems: 1` is refused before SQLite
+/// would refuse its `in ()`.
 struct ArgumentChecks: Sendable {
-    /// For each method (by identity), the shape to check at each argument
-    /// position; nil where anything goes or a declared type already checks it.
-    let shapes: [ObjectIdentifier: [JSONShape?]]
+    /// What to check of one argument.
+    struct Check: Sendable {
+        /// The shape its value must have; nil where anything goes or a declared scalar type already checks it.
+        var shape: JSONShape?
+        /// Whether an empty array is refused (`MethodDescription.nonEmptyCollections`).
+        var nonEmpty: Bool
+    }
+
+    /// For each method (by identity), the check at each argument position.
+    let checks: [ObjectIdentifier: [Check]]
 
     init(modules: [Module], descriptions: [String: [String: MethodDescription]]) {
-        var shapes: [ObjectIdentifier: [JSONShape?]] = [:]
+        var checks: [ObjectIdentifier: [Check]] = [:]
         for module in modules {
             for method in module.methods {
                 guard let description = descriptions[module.name]?[method.name] else { continue }
-                let checks: [JSONShape?] = method.arguments.map { argument in
-                    guard argument.type == nil, let shape = description.arguments.first(where: { $0.name == argument.name })?.shape,
-                          shape != .any else { return nil }
-                    return shape
+                let methodChecks = method.arguments.map { argument in
+                    var shape = description.argument(argument.name)
+                    // A declared type checks itself, but not the properties of the objects it holds.
+                    if shape == .any || (argument.type != nil && !(shape?.hasObjectProperties ?? false)) { shape = nil }
+                    return Check(shape: shape, nonEmpty: description.nonEmptyCollections.contains(argument.name))
                 }
-                if checks.contains(where: { $0 != nil }) { shapes[ObjectIdentifier(method)] = checks }
+                if methodChecks.contains(where: { $0.shape != nil || $0.nonEmpty }) {
+                    checks[ObjectIdentifier(method)] = methodChecks
+                }
             }
         }
-        self.shapes = shapes
+        self.checks = checks
     }
 
     /// Refuses arguments whose values do not have their inferred shapes; the
@@ -30,20 +42,19 @@ struct ArgumentChecks: Sendable {
     /// Returns them with integral decimals where integers go made integers
     /// (JSON Schema counts 2.0 as an integer).
     func checked(_ arguments: Value, of method: Method) throws(RenderError) -> Value {
-        guard let checks = shapes[ObjectIdentifier(method)] else { return arguments }
+        guard let checks = checks[ObjectIdentifier(method)] else { return arguments }
         switch arguments {
         case .object(var members):
             for (index, argument) in method.arguments.enumerated() {
-                if let shape = checks[index], let value = members[argument.name],
-                   let replacement = try check(value, shape, path: argument.name, method: method) {
+                if let value = members[argument.name],
+                   let replacement = try check(value, checks[index], path: argument.name, method: method) {
                     members[argument.name] = replacement
                 }
             }
             return .object(members)
         case .array(var values):
             for index in values.indices where index < checks.count {
-                if let shape = checks[index],
-                   let replacement = try check(values[index], shape, path: method.arguments[index].name, method: method) {
+                if let replacement = try check(values[index], checks[index], path: method.arguments[index].name, method: method) {
                     values[index] = replacement
                 }
             }
@@ -51,6 +62,16 @@ struct ArgumentChecks: Sendable {
         default:
             return arguments
         }
+    }
+
+    private func check(_ value: Value, _ check: Check, path: String, method: Method) throws(RenderError) -> Value? {
+        if check.nonEmpty, case .array(let elements) = value, elements.isEmpty {
+            throw RenderError(code: .wrongType, method: method.qualifiedName,
+                              message: "argument '\(path)' must not be empty: its statement needs at least one element",
+                              argument: path)
+        }
+        guard let shape = check.shape else { return nil }
+        return try self.check(value, shape, path: path, method: method)
     }
 
     /// Checks one value; returns a replacement when its form changes.

@@ -123,18 +123,21 @@ public enum SQLCheck {
     /// type's sample), since dynamic tags render differently; those the
     /// method refuses are left out.
     static func sampleFrames(of method: Method) -> [Frame] {
-        [Value.integer(1), .string("a"), .null, .array([.object([:])])].compactMap { untyped in
-            var locals: [Value] = []
-            for (index, argument) in method.arguments.enumerated() {
+        sampleArguments(of: method).compactMap { try? method.frame(arguments: .array($0)) }
+    }
+
+    /// The arguments, by position, of the sample calls `sampleFrames` makes.
+    static func sampleArguments(of method: Method) -> [[Value]] {
+        [Value.integer(1), .string("a"), .null, .array([.object([:])])].map { untyped in
+            method.arguments.enumerated().map { index, argument in
                 if method.foreach?.collection == index {
-                    locals.append(.array([argument.type.map(elementSample) ?? .object([:])]))
+                    .array([argument.type.map(elementSample) ?? .object([:])])
                 } else if let type = argument.type {
-                    locals.append(sample(type))
+                    sample(type)
                 } else {
-                    locals.append(untyped.isNull && argument.required ? .integer(1) : untyped)
+                    untyped.isNull && argument.required ? .integer(1) : untyped
                 }
             }
-            return try? method.frame(arguments: .array(locals))
         }
     }
 

@@ -9,9 +9,11 @@ extension Gateway {
               _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
         let arguments = try jsonBody(request)
         switch arguments {
-        case .null, .object, .array: break
+        case .object, .array: break
+        case .null where request.body.isEmpty: break
         default:
-            throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase)")
+            // A literal `null` too: the description says object, and no body already means no arguments.
+            throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
         let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(request.header(Self.tableHeader)))
         let context = try context(request)

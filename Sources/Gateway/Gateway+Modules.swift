@@ -24,12 +24,17 @@ extension Gateway {
             throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
         }
         let context = try context(request)
-        let table = nonEmpty(request.header(Self.tableHeader))
+        // Checked whenever sent, as the description says; a fixed module ignores it.
+        let header = request.header(Self.tableHeader)
+        if let header, let problem = tableNameProblem(header) {
+            throw Problem(400, "invalid_table", "table '\(header.prefix(80))': \(problem)")
+        }
+        let table = module.isTemplate ? header : nil
         do {
             switch rest {
             case []:
                 try allow(request, ["GET", "HEAD"])
-                return json(try describe(module, context: context, table: module.isTemplate ? table : nil), encoding)
+                return json(try describe(module, context: context, table: table), encoding)
             case ["last-insert-rowid"]:
                 try allow(request, ["GET", "HEAD"])
                 return json(["lastInsertRowId": .integer(try engine.lastInsertRowID(module: name, context: context))], encoding)

@@ -48,12 +48,14 @@ public final class Gateway: HTTPResponder {
     /// `string` writes integers beyond ±(2^53 − 1) as JSON strings.
     public static let int64Header = "X-Int64-Format"
 
-    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration(),
-                openAPIDocument: [UInt8] = Array(#"{"openapi":"3.1.0"}"#.utf8)) {
+    /// A gateway over the engine's modules; `GET /openapi.json` answers with
+    /// their description (`OpenAPIDescription`), made once here.
+    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
         self.engine = engine
         self.events = events
         self.configuration = configuration
-        self.openAPIDocument = openAPIDocument
+        self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
+            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion))
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {

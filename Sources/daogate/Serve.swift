@@ -100,11 +100,8 @@ struct Serve: ParsableCommand {
         for (module, values) in try settings.globalArguments() {
             try engine.setGlobalArguments(values, module: module)
         }
-        let document = try OpenAPIDescription.json(OpenAPIDescription.document(
-            modules: loaded, descriptions: engine.descriptions, version: daogateVersion))
-        let gateway = Gateway(engine: engine, events: events,
-                              configuration: GatewayConfiguration(adminToken: try settings.adminToken()),
-                              openAPIDocument: document)
+        let gateway = try Gateway(engine: engine, events: events,
+                                  configuration: GatewayConfiguration(adminToken: try settings.adminToken()))
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: settings.host, port: settings.port, threads: settings.threads,

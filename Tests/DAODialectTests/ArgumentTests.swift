@@ -112,4 +112,30 @@ import Testing
         #expect(error?.code == .wrongType)
         #expect(error?.message == "#{model.author.name}: model.author: a string has no property 'name'")
     }
+
+    @Test func integralDecimalsAreIntegersWhereIntegersGo() throws {
+        let demo = try loaded()
+        // JSON Schema counts 2.0 as an integer, so a client may send it for one.
+        #expect(try demo.render("typed", #"{"id": 2.0, "n": -3.0}"#).first?.bindings.prefix(2) == [2, -3])
+        #expect(demo.renderError("typed", #"{"id": 2.5}"#)?.code == .wrongType)
+        #expect(demo.renderError("typed", #"{"id": 1, "n": 4294967296.0}"#)?.code == .wrongType)
+        #expect(demo.renderError("typed", #"{"id": 1e300}"#)?.code == .wrongType)
+    }
+
+    @Test func collectionsAnUnconditionalForeachIteratesAreRequired() throws {
+        let demo = try fixture.load(module("""
+            <select id="guarded" arguments="a, b, c">
+              select 1
+              <foreach item="i" collection="a">#{i}</foreach>
+              <if true="b != nil"><foreach item="i" collection="b">#{i}</foreach></if>
+              <choose><when true="c != nil"><foreach item="i" collection="c">#{i}</foreach></when></choose>
+            </select>
+            <insert id="each" arguments="items, raw" foreach="items.item">insert into t values (#{item}) order by @{raw no ""}</insert>
+            """))
+        #expect(demo.methods.first { $0.name == "guarded" }?.requiredCollections == ["a"])
+        #expect(demo.methods.first { $0.name == "each" }?.requiredCollections == ["items"])
+        #expect(demo.methods.first { $0.name == "each" }?.rawTextArguments == ["raw"])
+        #expect(demo.methods.first { $0.name == "guarded" }?.rawTextArguments == [])
+        #expect(demo.renderError("guarded", "[null]")?.message == "the foreach collection 'a' is nil; pass an array")
+    }
 }

@@ -73,10 +73,10 @@ private let createTable = """
             resultColumns: bookColumns))
         #expect(books["searchActive"]?.argument("author") == object(["name": .string]))
         #expect(books["byIds"] == MethodDescription(arguments: [ArgumentShape(name: "idList", shape: .array(int64))],
-                                                    resultColumns: bookColumns))
+                                                    resultColumns: bookColumns, nonEmptyCollections: ["idList"]))
         #expect(books["byCodes"] == MethodDescription(arguments: [ArgumentShape(name: "list", shape: .array(.string)),
                                                                   ArgumentShape(name: "prefix", shape: .string)],
-                                                      resultColumns: nil))
+                                                      resultColumns: nil, nonEmptyCollections: ["list"]))
         #expect(books["addBook"]?.arguments.map(\.shape) == [.string, int32, .string, .string, .boolean, .string])
         #expect(books["updateAuthor"]?.arguments.map(\.shape) == [int64, .string, .string, .string, .string])
         #expect(books["selectBook"]?.resultColumns
@@ -435,6 +435,57 @@ private let createTable = """
         #expect(all["Numbers"]?["send"]?.arguments.map(\.shape) == [int64, .number])
         #expect(all["Numbers"]?["all"]?.resultColumns == columns(["id": int64, "body": int64, "extra": .number]))
         #expect(SQLCheck.check([texts, numbers]) == [])
+    }
+
+    @Test func collectionsThatSQLiteNeedsNonEmpty() throws {
+        let methods = try describe("""
+            <select id="byIds" arguments="ids" result="[{}]">
+              select * from ${T} where id in <foreach item="id" collection="ids" open="(" separator="," close=")">#{id}</foreach>
+            </select>
+            <select id="orTitles" arguments="titles" result="[{}]">
+              select * from ${T} where 0 <foreach item="t" collection="titles">or title = #{t}</foreach>
+            </select>
+            <select id="guarded" arguments="ids" result="[{}]">
+              select * from ${T}
+              <if true="ids.count > 0">where id in <foreach item="id" collection="ids" open="(" separator="," close=")">#{id}</foreach></if>
+            </select>
+            <insert id="each" arguments="rows" foreach="rows.row">insert into ${T} (title) values (#{row.title})</insert>
+            """)
+        #expect(methods["byIds"]?.nonEmptyCollections == ["ids"])
+        #expect(methods["orTitles"]?.nonEmptyCollections == [])
+        #expect(methods["guarded"]?.nonEmptyCollections == [])
+        #expect(methods["each"]?.nonEmptyCollections == [])
+    }
+
+    @Test func theEngineRefusesWhatTheDescriptionRefuses() throws {
+        let engine = try fixture.engine("""
+            <module name="M" initializer="create" tableName="t" version="1.0">
+            \(createTable)
+            <select id="byIds" arguments="ids" result="[{}]">
+              select * from ${T} where id in <foreach item="id" collection="ids" open="(" separator="," close=")">#{id}</foreach>
+            </select>
+            <select id="maybe" arguments="ids" result="[{}]">
+              select * from ${T} where id in
+              <if true="ids != nil"><foreach item="id" collection="ids" open="(" separator="," close=")">#{id}</foreach></if>
+            </select>
+            <insert id="add" arguments="$row:Row">insert into ${T} (title, year) values (#{row.title}, #{row.year})</insert>
+            </module>
+            """)
+        let empty = engine.failure("M", "byIds", #"{"ids": []}"#)
+        #expect(empty?.code == .invalidArguments)
+        #expect(empty?.message == "argument 'ids' must not be empty: its statement needs at least one element")
+        #expect(try engine.value("M", "byIds", #"{"ids": [1.0]}"#) == [])
+        // SQLite refuses `in ()` that the call shaped: the caller's fault, not the server's.
+        let shaped = engine.failure("M", "maybe", #"{"ids": null}"#)
+        #expect(shaped?.isCallersFault == true)
+        #expect(shaped?.message.contains("failed") == true)
+        // A declared class's properties are checked against the columns they meet.
+        let wrong = engine.failure("M", "add", #"{"row": {"title": "T", "year": {}}}"#)
+        #expect(wrong?.isCallersFault == true)
+        #expect(wrong?.message == "argument 'row.year' must be an integer, not an object")
+        #expect(try engine.write("M", "add", #"{"row": {"title": "T", "year": 1999.0}}"#).changes == 1)
+        #expect(try engine.value("M", "byIds", #"{"ids": [1]}"#) == [["id": 1, "title": "T", "year": 1999, "price": nil,
+                                                                        "cover": nil, "flag": nil, "created": nil, "amount": nil, "note": nil]])
     }
 
     // MARK: Outlines

@@ -17,6 +17,15 @@ public indirect enum JSONShape: Sendable, Equatable {
     case array(JSONShape)
     case any
 
+    /// Whether an object with known properties is in this shape (itself or its elements).
+    var hasObjectProperties: Bool {
+        switch self {
+        case .object(let properties, _): !properties.isEmpty
+        case .array(let element): element.hasObjectProperties
+        default: false
+        }
+    }
+
     /// A property of an object.
     public struct Property: Sendable, Equatable {
         public var name: String
@@ -70,10 +79,14 @@ public struct MethodDescription: Sendable, Equatable {
     ///
     /// A `select` without `result` gives `[{}]`, so it has columns too.
     public var resultColumns: [JSONShape.Property]?
+    /// The collections a call cannot leave empty: an unconditional `<foreach>`
+    /// whose statement SQLite refuses without elements (`in ()`).
+    public var nonEmptyCollections: Set<String>
 
-    public init(arguments: [ArgumentShape], resultColumns: [JSONShape.Property]?) {
+    public init(arguments: [ArgumentShape], resultColumns: [JSONShape.Property]?, nonEmptyCollections: Set<String> = []) {
         self.arguments = arguments
         self.resultColumns = resultColumns
+        self.nonEmptyCollections = nonEmptyCollections
     }
 
     /// The shape of the argument named `name`, nil when there is none.

@@ -41,7 +41,8 @@ public enum MethodDescriber {
                     resultColumns(of: method, in: module, table: tables[index], database: $0.database,
                                   encryptedWrites: written, encryptedColumns: encryptedColumns)
                 }
-                methods[method.name] = MethodDescription(arguments: arguments, resultColumns: columns)
+                let nonEmpty = sandbox.map { nonEmptyCollections(of: method, table: tables[index], database: $0.database) } ?? []
+                methods[method.name] = MethodDescription(arguments: arguments, resultColumns: columns, nonEmptyCollections: nonEmpty)
             }
             descriptions[module.name] = methods
         }
@@ -95,6 +96,34 @@ public enum MethodDescriber {
             columns[index].shape = encryptedWrites[columns[index].name]?.resolved ?? .any
         }
         return columns
+    }
+
+    /// The collections of `Method.requiredCollections` that an empty array
+    /// breaks: in a sample call whose statements all prepare, the collection
+    /// made empty leaves one that SQLite refuses (`where id in ()`). The
+    /// method-level `foreach` is not one: without elements it runs nothing.
+    static func nonEmptyCollections(of method: Method, table: String, database: Database) -> Set<String> {
+        let candidates = method.arguments.indices.filter { index in
+            method.requiredCollections.contains(method.arguments[index].name) && method.foreach?.collection != index
+        }
+        guard !candidates.isEmpty else { return [] }
+        /// Whether every statement of the call prepares; nil when the call does not render.
+        func prepares(_ arguments: [Value]) -> Bool? {
+            guard let frame = try? method.frame(arguments: .array(arguments)),
+                  let runs = try? method.render(frame: frame, table: table) else { return nil }
+            return runs.allSatisfy { run in
+                (run.statements + (run.except ?? [])).allSatisfy { (try? database.makeStatement($0.sql)) != nil }
+            }
+        }
+        var nonEmpty: Set<String> = []
+        for arguments in SQLCheck.sampleArguments(of: method) where prepares(arguments) == true {
+            for index in candidates where !nonEmpty.contains(method.arguments[index].name) {
+                var emptied = arguments
+                emptied[index] = .array([])
+                if prepares(emptied) == false { nonEmpty.insert(method.arguments[index].name) }
+            }
+        }
+        return nonEmpty
     }
 
     /// The columns of a statement, named after `rename`; nil when it does not

@@ -43,9 +43,10 @@ public struct OpenAPIDescription {
                 description: """
                     Every method of every DAO module as a POST endpoint. Arguments are a JSON object by name \
                     (as described here) or a JSON array by position. X-User-Id routes a call to the caller's own \
-                    database. Integers are exact 64-bit values; send X-Int64-Format: string to receive those \
-                    beyond ±(2^53 − 1) as strings. Binary values are base64 text. Errors are RFC 9457 \
-                    application/problem+json with a stable code.
+                    database. Integers are exact 64-bit values (a JSON integer beyond them is 400 invalid_json); \
+                    send X-Int64-Format: string to receive those beyond ±(2^53 − 1) as strings. Binary values are \
+                    base64 text. An argument marked x-daogate-raw-text is SQL text held to the raw-text rule. \
+                    Errors are RFC 9457 application/problem+json with a stable code.
                     """,
                 version: version),
             servers: [],
@@ -86,7 +87,12 @@ public struct OpenAPIDescription {
                 // A `foreach` collection that no condition guards fails when nil, as a `$` argument does.
                 let required = argument.required || method.requiredCollections.contains(argument.name)
                 anyRequired = anyRequired || required
-                properties[argument.name] = schema(shape, nullable: !required, required: required)
+                let nonEmpty = description?.nonEmptyCollections.contains(argument.name) == true
+                var property = schema(shape, nullable: !required, required: required, minItems: nonEmpty ? 1 : nil)
+                if method.rawTextArguments.contains(argument.name) {
+                    property = property.with(description: Self.rawTextDescription).with(vendorExtensions: ["x-daogate-raw-text": true])
+                }
+                properties[argument.name] = property
             }
             let positional = method.arguments.map { $0.name }.joined(separator: ", ")
             requestBody = OpenAPI.Request(
@@ -177,7 +183,8 @@ public struct OpenAPIDescription {
     }
 
     /// The schema of a shape; `required` is OpenAPIKit's mark for the parent object.
-    func schema(_ shape: JSONShape, nullable: Bool, required: Bool = true) -> JSONSchema {
+    /// `minItems` applies to an array shape.
+    func schema(_ shape: JSONShape, nullable: Bool, required: Bool = true, minItems: Int? = nil) -> JSONSchema {
         switch shape {
         case .integer(let bits):
             return .integer(format: bits == 32 ? .int32 : .int64, required: required, nullable: nullable)
@@ -195,7 +202,7 @@ public struct OpenAPIDescription {
             return .object(required: required, nullable: nullable, description: className.map { "An object of class \($0)." },
                            properties: members, additionalProperties: .init(true))
         case .array(let element):
-            return .array(required: required, nullable: nullable, items: schema(element, nullable: true))
+            return .array(required: required, nullable: nullable, minItems: minItems, items: schema(element, nullable: true))
         case .any:
             return .fragment(required: required, description: "any JSON value")
         }
@@ -213,6 +220,12 @@ public struct OpenAPIDescription {
         }
         return map
     }
+
+    /// An argument the method inlines as raw text (`@{x no ""}`).
+    static let rawTextDescription = """
+        Raw SQL text (@{x no ""}): one token, an unsigned number, a name (a, a.b or a.b.c) that is not an SQL keyword, \
+        or ASC/DESC; else 400 unsafe_inline. A name SQLite does not know is 400 invalid_arguments.
+        """
 
     /// What a user id may be (`UserID`): 1 to 128 visible ASCII characters.
     static let userSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: UserID.pattern)

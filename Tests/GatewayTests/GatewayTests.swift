@@ -24,7 +24,7 @@ final class GatewayFixture: Sendable {
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
                                 observer: nil)
-        gateway = Gateway(engine: engine, events: EventLog(), configuration: GatewayConfiguration(adminToken: adminToken))
+        gateway = try Gateway(engine: engine, events: EventLog(), configuration: GatewayConfiguration(adminToken: adminToken))
     }
 
     deinit {
@@ -79,7 +79,10 @@ final class GatewayFixture: Sendable {
     @Test func anEmptyBodyMeansNoArguments() {
         #expect(fixture.post("/dao/Messages/unreadCount", nil, user: "ann").text == #"{"result":0}"#)
         #expect(fixture.send("POST", "/dao/Messages/unreadCount", nil, headers: [(Gateway.userHeader, "ann")], contentType: nil).status == 200)
-        #expect(fixture.post("/dao/Messages/unreadCount", "null", user: "ann").status == 200)
+        #expect(fixture.post("/dao/Messages/unreadCount", "{}", user: "ann").status == 200)
+        let null = fixture.post("/dao/Messages/unreadCount", "null", user: "ann")
+        #expect(null.status == 400)
+        #expect(null.code == "invalid_body")
     }
 
     @Test(arguments: [

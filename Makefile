@@ -1,6 +1,7 @@
 # daogate — build, test and run.
 #
-#   make test    install what is missing, build, run every test (what CI runs)
+#   make test    install what is missing, build, run every test (what CI runs),
+#                the generated-client and schemathesis runs included
 #   make serve   install what is missing, build, serve ./modules on 127.0.0.1:8080
 #   make bench   release build and the benchmarks (bench/run)
 
@@ -26,9 +27,12 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
+# Swift's tests, then the OpenAPI description proved with real clients
+# (Tests/Clients/run: its tools come from PyPI into .venv).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	Tests/Clients/run
 
 # The embedded default: ./modules, data in ./data, on 127.0.0.1:8080. The
 # example modules encrypt a property, so a local key is made on first run.

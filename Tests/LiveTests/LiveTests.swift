@@ -98,6 +98,18 @@ import Testing
         #expect(databases.allSatisfy { $0 == "users/p-a.db" }, "\(databases)")
     }
 
+    @Test func theOpenAPICommandWritesWhatTheServerServes() throws {
+        let server = try LiveServer()
+        let served = try server.curl("/openapi.json")
+        #expect(served.status == 200)
+        #expect(served.headers["content-type"] == "application/json")
+        let modules = LiveServer.root.appendingPathComponent("modules").path
+        #expect(try run(LiveServer.binary, ["openapi", "--modules", modules]) == served.body)
+        let file = server.folder.appendingPathComponent("daogate.json")
+        try run(LiveServer.binary, ["openapi", "--modules", modules, "--out", file.path])
+        #expect(try String(contentsOf: file, encoding: .utf8) == served.body)
+    }
+
     @Test func keepAliveReusesTheConnection() throws {
         let server = try LiveServer()
         let process = Process()

@@ -37,6 +37,12 @@ let package = Package(
             name: "DAOEngine",
             dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL"]
         ),
+        // The reference's other storage layers in the same files: the
+        // key-value store, the LRU memory and disk caches.
+        .target(
+            name: "DAOStorage",
+            dependencies: ["DAOEngine", "DAOValue", "CSQLite"]
+        ),
         // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
         .target(
             name: "HTTPTransport",
@@ -46,7 +52,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ]
@@ -68,12 +74,13 @@ let package = Package(
         // Micro-benchmarks, run by bench/run on a release build.
         .executableTarget(
             name: "daogate-bench",
-            dependencies: ["DAODialect", "DAOEngine", "DAOValue", "CSQLite"]
+            dependencies: ["DAODialect", "DAOEngine", "DAOStorage", "DAOValue", "CSQLite"]
         ),
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOValue"]),
         // Against a real `daogate serve` on a loopback port, with curl.

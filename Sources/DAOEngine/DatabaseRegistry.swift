@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A database file in use by the engine: its connections, and the tables
@@ -36,6 +37,8 @@ final class DatabaseRegistry: Sendable {
         var entries: [StorageLocation: Entry] = [:]
         var clock: UInt64 = 0
         var closed = false
+        /// Scopes being reset: their databases may not open.
+        var fences: [ResetScope] = []
     }
 
     private let state = Mutex(State())
@@ -60,6 +63,9 @@ final class DatabaseRegistry: Sendable {
         var opened = false
         let result: Result<OpenDatabase, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
+            if state.fences.contains(where: { $0.contains(location) }) {
+                return .failure(EngineError(.busy, "the storage of this call is being reset; try again"))
+            }
             state.clock &+= 1
             if var entry = state.entries[location] {
                 entry.leases += 1
@@ -128,6 +134,33 @@ final class DatabaseRegistry: Sendable {
         return database != nil || state.withLock { $0.entries[location] == nil }
     }
 
+    /// Runs `body` while no database of `scope` is open: new calls to them
+    /// are refused (`busy`), those in flight are waited for (up to
+    /// `timeout`, then `busy`), and their connections are closed. For resets,
+    /// which remove the files.
+    func exclusively<T>(_ scope: ResetScope, timeout: Duration, _ body: () throws -> T) throws -> T {
+        state.withLock { $0.fences.append(scope) }
+        defer { state.withLock { state in state.fences.remove(at: state.fences.firstIndex(of: scope)!) } }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let closing: [OpenDatabase]? = state.withLock { state in
+                let inScope = state.entries.filter { scope.contains($0.key) }
+                guard inScope.allSatisfy({ $0.value.leases == 0 }) else { return nil }
+                for location in inScope.keys { state.entries[location] = nil }
+                return inScope.values.map(\.database)
+            }
+            if let closing {
+                for database in closing { database.pool.close() }
+                break
+            }
+            guard ContinuousClock.now < deadline else {
+                throw EngineError(.busy, "calls to the storage did not finish within \(timeout); nothing was reset")
+            }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return try body()
+    }
+
     /// Closes every database; later calls fail. In-flight work finishes first.
     func closeAll() {
         let databases = state.withLock { state in
@@ -136,5 +169,20 @@ final class DatabaseRegistry: Sendable {
             return state.entries.values.map(\.database)
         }
         for database in databases { database.pool.close() }
+    }
+}
+
+/// The databases a reset removes: a storage's (the default one when
+/// `storage` is nil), or one user's in it. Bound files (`.file`) are in none.
+struct ResetScope: Sendable, Equatable {
+    var storage: String?
+    var user: UserID?
+
+    func contains(_ location: StorageLocation) -> Bool {
+        switch location {
+        case .common(let storage): user == nil && storage == self.storage
+        case .user(let user, let storage): storage == self.storage && (self.user == nil || self.user == user)
+        case .file: false
+        }
     }
 }

@@ -158,11 +158,12 @@ extension Engine {
     }
 }
 
-/// A POSIX extended regular expression (glibc's matcher, which does not backtrack).
-final class PosixRegex {
+/// A POSIX extended regular expression (glibc's matcher), matched against whole names.
+/// Made for one request at a time: compile one per call rather than share one.
+public final class PosixRegex: @unchecked Sendable {
     private var compiled = regex_t()
 
-    init(_ pattern: String) throws(EngineError) {
+    public init(_ pattern: String) throws(EngineError) {
         guard pattern.utf8.count <= 256 else { throw EngineError(.invalidRegex, "the pattern is longer than 256 bytes") }
         guard !pattern.utf8.contains(0) else { throw EngineError(.invalidRegex, "the pattern contains a NUL character") }
         let status = regcomp(&compiled, "^(" + pattern + ")$", REG_EXTENDED | REG_NOSUB)
@@ -173,7 +174,7 @@ final class PosixRegex {
         }
     }
 
-    func matchesWhole(_ text: String) -> Bool {
+    public func matchesWhole(_ text: String) -> Bool {
         regexec(&compiled, text, 0, nil, 0) == 0
     }
 

@@ -1,0 +1,142 @@
+import Foundation
+
+/// The two spaces of a storage: the reference's `commonPreferences` and
+/// `userPreferences`.
+public enum StorageSpace: String, Sendable, CaseIterable {
+    case common
+    case user
+}
+
+/// What a reset removed.
+public struct ResetReport: Sendable, Equatable {
+    /// Database files removed (a database's `-wal` and `-shm` files not counted).
+    public var databases: Int
+    /// Bytes on disk they held, with their `-wal` and `-shm` files.
+    public var bytes: Int64
+
+    public init(databases: Int = 0, bytes: Int64 = 0) {
+        self.databases = databases
+        self.bytes = bytes
+    }
+}
+
+/// The storage layers' door into the engine's files: the key-value store and
+/// the caches live in the same common and user databases as the DAO modules,
+/// reached through the same registry (one writer per file, pooled readers).
+extension Engine {
+    /// The custom storage that is reset when the deployment's version changes
+    /// (the reference's `currentVersionStorage`).
+    public static let currentVersionStorage = "current-version"
+
+    /// Runs `body` with `location`'s database open (opened on demand). SQLite
+    /// errors `body` throws become `EngineError`s (busy stays busy).
+    public func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
+        try registry.withDatabase(location) { database in
+            do {
+                return try body(database)
+            } catch let error as SQLiteError {
+                throw EngineError(error, method: nil, line: nil, file: nil)
+            }
+        }
+    }
+
+    /// The database of a space for a caller: the storage's common database,
+    /// or the caller's own (which needs their user id).
+    public func location(_ space: StorageSpace, context: CallContext) throws(EngineError) -> StorageLocation {
+        let storage = context.storage
+        if let storage, let problem = storageNameProblem(storage) {
+            throw EngineError(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
+        }
+        switch space {
+        case .common:
+            return .common(storage: storage)
+        case .user:
+            guard let user = context.user else {
+                throw EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)")
+            }
+            return .user(try UserID(user), storage: storage)
+        }
+    }
+
+    /// The databases of a storage (the default one when nil) that exist on
+    /// disk: its common database and every user's.
+    public func existingLocations(storage: String?) -> [StorageLocation] {
+        let files = FileManager.default
+        var locations: [StorageLocation] = []
+        let common = StorageLocation.common(storage: storage)
+        if files.fileExists(atPath: registry.path(of: common)) { locations.append(common) }
+        let users = (registry.path(of: common) as NSString).deletingLastPathComponent + "/users"
+        for name in ((try? files.contentsOfDirectory(atPath: users)) ?? []).sorted() where name.hasSuffix(".db") {
+            if let user = UserID(fileName: String(name.dropLast(3))) { locations.append(.user(user, storage: storage)) }
+        }
+        return locations
+    }
+
+    /// The custom storages that have files.
+    public func customStorages() -> [String] {
+        let folder = configuration.dataDirectory + "/storages"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { storageNameProblem($0) == nil }.sorted()
+    }
+
+    /// Resets a storage (the default one when nil): removes its databases, or
+    /// only `user`'s. Calls to them wait for the reset, or fail `busy` while
+    /// it runs; the next call starts from an empty file. Bound files
+    /// (`database=`) belong to no storage and stay.
+    public func resetStorage(_ storage: String?, user: UserID?) throws -> ResetReport {
+        if let storage, let problem = storageNameProblem(storage) {
+            throw EngineError(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
+        }
+        let scope = ResetScope(storage: storage, user: user)
+        return try registry.exclusively(scope, timeout: .seconds(5)) {
+            var report = ResetReport()
+            let files = FileManager.default
+            func remove(_ path: String) throws {
+                for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+                    guard let attributes = try? files.attributesOfItem(atPath: file) else { continue }
+                    report.bytes += (attributes[.size] as? NSNumber)?.int64Value ?? 0
+                    try files.removeItem(atPath: file)
+                }
+                report.databases += 1
+            }
+            do {
+                if let user {
+                    let path = registry.path(of: .user(user, storage: storage))
+                    if files.fileExists(atPath: path) { try remove(path) }
+                } else {
+                    for location in existingLocations(storage: storage) { try remove(registry.path(of: location)) }
+                    if let storage {
+                        // The storage's folder goes with its files.
+                        try? files.removeItem(atPath: configuration.dataDirectory + "/storages/" + storage)
+                    }
+                }
+            } catch {
+                throw EngineError(.storageFailed, "the reset could not remove a file: \(error.localizedDescription)")
+            }
+            return report
+        }
+    }
+
+    /// Resets the current-version storage when `version` differs from the
+    /// one the data folder last ran with, and records `version`; returns
+    /// whether it reset. Called once at start, before any call.
+    @discardableResult
+    public func prepareCurrentVersionStorage(version: String) throws -> Bool {
+        let marker = configuration.dataDirectory + "/deployment-version"
+        let previous = try? String(contentsOfFile: marker, encoding: .utf8)
+        var reset = false
+        if let previous, previous != version {
+            _ = try resetStorage(Self.currentVersionStorage, user: nil)
+            reset = true
+        }
+        if previous != version {
+            do {
+                try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+                try Data(version.utf8).write(to: URL(fileURLWithPath: marker), options: .atomic)
+            } catch {
+                throw EngineError(.storageFailed, "cannot record the deployment version in \(marker): \(error.localizedDescription)")
+            }
+        }
+        return reset
+    }
+}

@@ -1,0 +1,46 @@
+/// The names the storage layers take from callers, checked before they reach
+/// a file or a table.
+public enum Names {
+    public static let maximumBusinessLength = 128
+    public static let maximumKeyLength = 1024
+    public static let maximumCacheNameLength = 64
+
+    /// A KV business: 1 to 128 bytes of UTF-8, no `/` (it is one path
+    /// segment), no control characters.
+    public static func checkBusiness(_ business: String) throws(StorageError) {
+        let bytes = business.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumBusinessLength else {
+            throw StorageError(.invalidName, "a business is 1 to \(maximumBusinessLength) bytes, not \(bytes.count)")
+        }
+        guard !bytes.contains(UInt8(ascii: "/")), !bytes.contains(where: isControl) else {
+            throw StorageError(.invalidName, "a business has no '/' and no control characters")
+        }
+    }
+
+    /// A key of the KV store or a cache: 1 to 1024 bytes of UTF-8 without
+    /// control characters (`/` is allowed).
+    public static func checkKey(_ key: String) throws(StorageError) {
+        let bytes = key.utf8
+        guard !bytes.isEmpty, bytes.count <= maximumKeyLength else {
+            throw StorageError(.invalidName, "a key is 1 to \(maximumKeyLength) bytes, not \(bytes.count)")
+        }
+        guard !bytes.contains(where: isControl) else {
+            throw StorageError(.invalidName, "a key has no control characters")
+        }
+    }
+
+    /// A cache name: an identifier of 1 to 64 ASCII letters, digits and `_`,
+    /// not starting with a digit (a disk cache's table is named after it).
+    public static func checkCacheName(_ name: String) throws(StorageError) {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= maximumCacheNameLength,
+              bytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }), !isDigit(bytes[0])
+        else {
+            throw StorageError(.invalidName, "a cache name is 1 to \(maximumCacheNameLength) letters, digits and '_', not starting with a digit")
+        }
+    }
+
+    static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
+    static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
+    static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+}

@@ -584,6 +584,7 @@ public func tableNameProblem(_ name: String) -> String? {
     if !isIdentifier(name) { return "a table name must be an identifier (letters, digits, '_'; not starting with a digit)" }
     if name.lowercased().hasPrefix("sqlite_") { return "names starting with sqlite_ are reserved by SQLite" }
     if name.lowercased() == "tableversions" { return "TableVersions is where daogate keeps table versions" }
+    if name.lowercased().hasPrefix("daogate_") { return "names starting with daogate_ are the key-value store's and the caches'" }
     if isSQLKeyword(name) { return "'\(name)' is an SQL keyword" }
     return nil
 }

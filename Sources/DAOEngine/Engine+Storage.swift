@@ -30,7 +30,7 @@ extension Engine {
 
     /// Runs `body` with `location`'s database open (opened on demand). SQLite
     /// errors `body` throws become `EngineError`s (busy stays busy).
-    public func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
+    public func withOpenDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
         try registry.withDatabase(location) { database in
             do {
                 return try body(database)

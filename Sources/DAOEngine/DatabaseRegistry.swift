@@ -14,6 +14,15 @@ public final class OpenDatabase: Sendable {
         self.pool = pool
     }
 
+    /// Runs `setUp` (an idempotent `create table if not exists`, say) the
+    /// first time `name` is asked for while this file is open, then never
+    /// again; two threads may both run it once.
+    public func ensure(_ name: String, _ setUp: () throws -> Void) rethrows {
+        if isReady(name) { return }
+        try setUp()
+        markReady(name)
+    }
+
     func isReady(_ table: String) -> Bool { readyTables.withLock { $0.contains(table) } }
     func markReady(_ table: String) { _ = readyTables.withLock { $0.insert(table) } }
     func forget(_ table: String) { _ = readyTables.withLock { $0.remove(table) } }

@@ -1,5 +1,6 @@
 import DAODialect
 import DAOEngine
+import DAOStorage
 import DAOValue
 import HTTPTransport
 import Logging
@@ -38,6 +39,8 @@ public final class Gateway: HTTPResponder {
     public let events: EventLog
     let metrics = Metrics()
     let openAPIDocument: [UInt8]
+    /// The key-value store, in the engine's files.
+    let kv: KVStore
 
     /// The header naming the caller's user (their own storage).
     public static let userHeader = "X-User-Id"
@@ -54,6 +57,7 @@ public final class Gateway: HTTPResponder {
         self.engine = engine
         self.events = events
         self.configuration = configuration
+        self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher)
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion))
     }
@@ -117,6 +121,8 @@ public final class Gateway: HTTPResponder {
             return json(modules())
         case (_, "modules") where parts.count >= 2:
             return try moduleRoute(request, module: parts[1], rest: Array(parts.dropFirst(2)), encoding)
+        case (_, "kv"):
+            return try kvRoute(request, parts.dropFirst(), encoding)
         case (_, "healthz") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
             return json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])
@@ -227,6 +233,7 @@ extension Error {
         case let problem as Problem: problem.response(encoding)
         case let error as EngineError: Problem(error).response(encoding)
         case let error as RenderError: Problem(error).response(encoding)
+        case let error as StorageError: Problem(error).response(encoding)
         default: Problem(500, "internal", "an internal error occurred").response(encoding)
         }
     }

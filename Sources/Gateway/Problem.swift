@@ -1,5 +1,6 @@
 import DAODialect
 import DAOEngine
+import DAOStorage
 import DAOValue
 import HTTPTransport
 
@@ -34,6 +35,7 @@ public struct Problem: Error, Sendable {
         for code in EngineError.Code.allCases where code != .invalidArguments {
             statuses[code.rawValue] = status(of: code)
         }
+        for code in StorageError.Code.allCases { statuses[code.rawValue] = StorageError(code, "").status }
         return statuses
     }()
 
@@ -67,6 +69,20 @@ public struct Problem: Error, Sendable {
         if let argument = error.argument { extensions["argument"] = .string(argument) }
     }
 
+    init(_ error: StorageError) {
+        self.init(error.status, error.code.rawValue, error.message)
+    }
+
+    /// The problem of whatever a storage layer threw.
+    init(storage error: any Error) {
+        switch error {
+        case let problem as Problem: self = problem
+        case let error as StorageError: self.init(error)
+        case let error as EngineError: self.init(error)
+        default: self.init(500, "internal", "an internal error occurred")
+        }
+    }
+
     init(_ error: JSONError) {
         self.init(400, "invalid_json", "the body is not valid JSON: \(error)")
     }
@@ -98,6 +114,7 @@ public struct Problem: Error, Sendable {
         case 415: "Unsupported Media Type"
         case 500: "Internal Server Error"
         case 503: "Service Unavailable"
+        case 507: "Insufficient Storage"
         default: "Error"
         }
     }

@@ -85,8 +85,8 @@ extension Engine {
 
     /// A select's value.
     func value(_ module: String, _ method: String, _ arguments: String = "null", user: String? = nil,
-               table: String? = nil) throws -> Value {
-        guard case .value(let value) = try call(module, method, arguments, user: user, table: table) else {
+               table: String? = nil, storage: String? = nil) throws -> Value {
+        guard case .value(let value) = try call(module, method, arguments, user: user, table: table, storage: storage) else {
             throw EngineError(.statementFailed, "\(module).\(method) is not a select")
         }
         return value

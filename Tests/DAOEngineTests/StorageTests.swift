@@ -2,6 +2,7 @@ import DAODialect
 import DAOEngine
 import DAOValue
 import Foundation
+import Synchronization
 import Testing
 
 /// Storage spaces: the common database, one per user, custom storages, bound files.
@@ -120,5 +121,95 @@ import Testing
             }
         }
         #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") }.count == 120)
+    }
+
+    // MARK: Resets
+
+    /// Diary entries for ann and bob in the default storage and in Work, a shared
+    /// Contacts entry in the common database, and a bound file.
+    func populated() throws -> Engine {
+        let contacts = try fixture.module("""
+            <module name="Contacts" tableName="contacts" initializer="create" version="1.0">
+              <update id="create">create table if not exists ${T} (name text)</update>
+              <insert id="add" arguments="name">insert into ${T} values (#{name})</insert>
+              <select id="all" result="[string]">select name from ${T}</select>
+            </module>
+            """, file: "contacts.xml")
+        let audit = try fixture.module("""
+            <module name="Audit" tableName="audit" initializer="create" version="1.0" database="audit/log.db">
+              <update id="create">create table if not exists ${T} (event text)</update>
+              <insert id="log" arguments="event">insert into ${T} values (#{event})</insert>
+            </module>
+            """, file: "audit.xml")
+        let engine = try fixture.engine([fixture.module(Self.perUser), contacts, audit])
+        for user in ["ann", "bob"] {
+            try engine.write("Diary", "write", #"["\#(user)'s"]"#, user: user)
+            try engine.write("Diary", "write", #"["\#(user) at work"]"#, user: user, storage: "Work")
+        }
+        try engine.write("Contacts", "add", #"["shared"]"#)
+        try engine.write("Audit", "log", #"["kept"]"#)
+        return engine
+    }
+
+    @Test func resettingAUserRemovesOnlyTheirDatabase() throws {
+        let engine = try populated()
+        let report = try engine.resetStorage(nil, user: try UserID("ann"))
+        #expect(report.databases == 1 && report.bytes > 0)
+        #expect(!fixture.dataFiles().contains { $0.hasPrefix("users/p-ann.db") })
+        #expect(try engine.value("Diary", "read", user: "ann") == [])
+        #expect(try engine.value("Diary", "read", user: "bob") == ["bob's"])
+        #expect(try engine.value("Diary", "read", user: "ann", storage: "Work") == ["ann at work"])
+        #expect(try engine.resetStorage(nil, user: try UserID("nobody")) == ResetReport())
+    }
+
+    @Test func resettingAStorageRemovesItsCommonAndUserDatabasesOnly() throws {
+        let engine = try populated()
+        let report = try engine.resetStorage(nil, user: nil)
+        #expect(report.databases == 3)
+        #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") }
+            == ["databases/audit/log.db", "storages/Work/users/p-ann.db", "storages/Work/users/p-bob.db"])
+        #expect(try engine.value("Contacts", "all") == [])
+        #expect(try engine.value("Diary", "read", user: "ann", storage: "Work") == ["ann at work"])
+
+        #expect(try engine.resetStorage("Work", user: nil).databases == 2)
+        #expect(!FileManager.default.fileExists(atPath: fixture.dataDirectory + "/storages/Work"))
+        #expect(try engine.value("Diary", "read", user: "ann", storage: "Work") == [])
+        #expect(engine.customStorages() == ["Work"])
+        #expect(throws: EngineError.self) { try engine.resetStorage("../x", user: nil) }
+    }
+
+    @Test func callsDuringAResetWaitOrAreBusyAndNeverSeeHalfAFile() throws {
+        let engine = try populated()
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for round in 0..<40 {
+                do {
+                    if worker == 0 && round % 8 == 0 {
+                        _ = try engine.resetStorage(nil, user: try UserID("ann"))
+                    } else {
+                        try engine.write("Diary", "write", #"["w\#(worker)"]"#, user: "ann")
+                        _ = try engine.value("Diary", "read", user: "ann")
+                    }
+                } catch let error as EngineError where error.code == .busy {
+                    continue
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        #expect(try engine.value("Diary", "read", user: "bob") == ["bob's"])
+    }
+
+    @Test func theCurrentVersionStorageIsResetWhenTheDeploymentVersionChanges() throws {
+        let engine = try populated()
+        #expect(try !engine.prepareCurrentVersionStorage(version: "1.0"))
+        try engine.write("Diary", "write", #"["v1"]"#, user: "ann", storage: Engine.currentVersionStorage)
+        #expect(try !engine.prepareCurrentVersionStorage(version: "1.0"))
+        #expect(try engine.value("Diary", "read", user: "ann", storage: Engine.currentVersionStorage) == ["v1"])
+        #expect(try engine.prepareCurrentVersionStorage(version: "2.0"))
+        #expect(try engine.value("Diary", "read", user: "ann", storage: Engine.currentVersionStorage) == [])
+        #expect(try engine.value("Diary", "read", user: "ann", storage: "Work") == ["ann at work"])
+        #expect(try String(contentsOfFile: fixture.dataDirectory + "/deployment-version", encoding: .utf8) == "2.0")
     }
 }

@@ -226,7 +226,7 @@ public final class KVStore: Sendable {
     // MARK: Values
 
     /// The value as the type holds it, or `invalidValue` naming what was expected.
-    static func conform(_ value: Value, to type: KVType) throws(StorageError) -> Value {
+    public static func conform(_ value: Value, to type: KVType) throws(StorageError) -> Value {
         func mismatch(_ expected: String) -> StorageError {
             StorageError(.invalidValue, "type \(type.rawValue) takes \(expected), not \(value.kindPhrase)")
         }

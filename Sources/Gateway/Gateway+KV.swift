@@ -1,0 +1,164 @@
+import DAOEngine
+import DAOStorage
+import DAOValue
+import HTTPTransport
+
+/// The key-value store over HTTP (APSharedPreferences):
+///
+/// | route | what |
+/// |---|---|
+/// | `GET /kv/{space}/{business}/{key}` | the entry; `?type=` insists on a type, `?default=` (JSON) answers when absent |
+/// | `PUT /kv/{space}/{business}/{key}` | `{"value", "type"?, "encrypted"?, "purgeable"?}` |
+/// | `DELETE /kv/{space}/{business}/{key}` | `{"deleted": bool}` |
+/// | `GET /kv/{space}/{business}` | the business's keys (`?prefix=`) |
+/// | `DELETE /kv/{space}/{business}` | every entry of the business |
+///
+/// `{space}` is `common` or `user` (the caller's own, by `X-User-Id`), in
+/// the storage `X-Storage` names. The key is the rest of the path, so it may
+/// hold `/`.
+extension Gateway {
+    func kvRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        guard parts.count >= 2 else {
+            throw Problem(404, "not_found", "the key-value routes are /kv/{space}/{business}[/{key}]")
+        }
+        let location = try storageLocation(space: parts[parts.startIndex], request)
+        let business = parts[parts.startIndex + 1]
+        if parts.count == 2 {
+            try allow(request, ["GET", "HEAD", "DELETE"])
+            return try storage {
+                if request.method == "DELETE" {
+                    return json(["deleted": .integer(Int64(try kv.removeBusiness(business, in: location)))])
+                }
+                let keys = try kv.keys(business, prefix: request.queryValue("prefix"), in: location)
+                return json(["keys": .array(keys.map { key in
+                    ["key": .string(key.key), "type": .string(key.type.rawValue), "encrypted": .bool(key.encrypted),
+                     "purgeable": .bool(key.purgeable), "updated": .double(key.updated)]
+                })], encoding)
+            }
+        }
+        let key = parts.dropFirst(2).joined(separator: "/")
+        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
+        switch request.method {
+        case "GET", "HEAD":
+            return try kvGet(request, business, key, location, encoding)
+        case "PUT":
+            let body = try jsonBody(request)
+            guard case .object(let members) = body else {
+                throw Problem(400, "invalid_body", #"the body is an object: {"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
+            }
+            if let extra = members.keys.first(where: { !["value", "type", "encrypted", "purgeable"].contains($0) }) {
+                throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has value, type, encrypted and purgeable")
+            }
+            guard let value = members["value"] else { throw Problem(400, "invalid_body", "the body needs a value") }
+            let type = try kvType(members["type"], "type")
+            let encrypted = try flag(members["encrypted"], "encrypted")
+            let purgeable = try flag(members["purgeable"], "purgeable")
+            return try storage {
+                let entry = try kv.set(business, key, value: value, type: type, encrypted: encrypted, purgeable: purgeable, in: location)
+                return Self.kvResponse(entry, isDefault: false, encoding)
+            }
+        default:  // DELETE
+            return try storage { json(["deleted": .bool(try kv.remove(business, key, in: location))]) }
+        }
+    }
+
+    /// `GET /kv/{space}/{business}/{key}`, the hot route of the store.
+    private func kvGet(_ request: HTTPRequest, _ business: String, _ key: String, _ location: StorageLocation,
+                       _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        var requested: KVType?
+        var fallback: Value?
+        if !request.query.isEmpty {
+            if let name = request.queryValue("type") {
+                requested = try kvType(.string(name), "type")
+            }
+            if let text = request.queryValue("default") {
+                do {
+                    fallback = try Value(parsingJSON: text, options: JSONParseOptions(binaryMarkers: true))
+                } catch {
+                    throw Problem(400, "invalid_value", "default must be JSON (a string in quotes): \(error)")
+                }
+            }
+        }
+        return try storage {
+            if let entry = try kv.get(business, key, in: location) {
+                if let requested, !entry.type.reads(as: requested) {
+                    throw StorageError(.typeMismatch, "\(business)/\(key) holds a \(entry.type.rawValue), not a \(requested.rawValue)")
+                }
+                return Self.kvResponse(entry, isDefault: false, encoding)
+            }
+            guard let fallback else {
+                throw StorageError(.keyNotFound, "no value under \(business)/\(key.prefix(200)); ?default= answers for a missing key")
+            }
+            // The default has the type asked for, as the reference's typed getters return theirs.
+            guard let type = requested ?? KVType.inferred(from: fallback) else {
+                throw StorageError(.invalidValue, "a null default needs ?type=")
+            }
+            let value = fallback == .null ? Value.null : try KVStore.conform(fallback, to: type)
+            return Self.kvResponse(KVEntry(type: type, value: value, encrypted: false, purgeable: false, updated: 0),
+                                   isDefault: true, encoding)
+        }
+    }
+
+    static func kvResponse(_ entry: KVEntry, isDefault: Bool, _ encoding: JSONWriteOptions) -> HTTPResponse {
+        var body: [UInt8] = []
+        body.reserveCapacity(96)
+        body.append(contentsOf: #"{"type":""#.utf8)
+        body.append(contentsOf: entry.type.rawValue.utf8)
+        body.append(contentsOf: #"","value":"#.utf8)
+        entry.value.writeJSON(to: &body, options: encoding)
+        if isDefault {
+            body.append(contentsOf: #","default":true}"#.utf8)
+        } else {
+            body.append(contentsOf: entry.encrypted ? #","encrypted":true"#.utf8 : #","encrypted":false"#.utf8)
+            body.append(contentsOf: entry.purgeable ? #","purgeable":true,"updated":"#.utf8 : #","purgeable":false,"updated":"#.utf8)
+            Value.double(entry.updated).writeJSON(to: &body)
+            body.append(UInt8(ascii: "}"))
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    // MARK: Shared by the storage routes
+
+    /// The database of `{space}` for the caller: `common`, or `user` (their own).
+    func storageLocation(space: String, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
+        guard let space = StorageSpace(rawValue: space) else {
+            throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
+        }
+        let context = try context(request)
+        do {
+            return try engine.location(space, context: context)
+        } catch {
+            throw Problem(error)
+        }
+    }
+
+    /// Runs a storage layer's work; its errors become problems.
+    func storage<T>(_ body: () throws -> T) throws(Problem) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Problem(storage: error)
+        }
+    }
+
+    func kvType(_ value: Value?, _ name: String) throws(Problem) -> KVType? {
+        switch value {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard let type = KVType(rawValue: text) else {
+                throw Problem(400, "invalid_value", "\(name) is one of \(KVType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text.prefix(40))'")
+            }
+            return type
+        case let other?:
+            throw Problem(400, "invalid_value", "\(name) is a string, not \(other.kindPhrase)")
+        }
+    }
+
+    func flag(_ value: Value?, _ name: String) throws(Problem) -> Bool {
+        switch value {
+        case nil, .null?: return false
+        case .bool(let flag)?: return flag
+        case let other?: throw Problem(400, "invalid_value", "\(name) is true or false, not \(other.kindPhrase)")
+        }
+    }
+}

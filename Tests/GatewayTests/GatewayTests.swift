@@ -44,11 +44,11 @@ final class GatewayFixture: Sendable {
 
     @discardableResult
     func send(_ method: String, _ path: String, _ body: String? = nil, headers: [(String, String)] = [],
-              contentType: String? = "application/json") -> Reply {
+              query: [(String, String)] = [], contentType: String? = "application/json") -> Reply {
         var all = headers.map { (name: $0.0, value: $0.1) }
         if body != nil, let contentType { all.append(("Content-Type", contentType)) }
-        return Reply(response: gateway.respond(to: HTTPRequest(method: method, path: path, query: [], headers: all,
-                                                               body: Array((body ?? "").utf8))))
+        return Reply(response: gateway.respond(to: HTTPRequest(method: method, path: path, query: query.map { (name: $0.0, value: $0.1) },
+                                                               headers: all, body: Array((body ?? "").utf8))))
     }
 
     @discardableResult

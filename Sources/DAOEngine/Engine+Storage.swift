@@ -72,6 +72,11 @@ extension Engine {
         return locations
     }
 
+    /// Whether a location's database file exists (without opening it).
+    public func exists(_ location: StorageLocation) -> Bool {
+        FileManager.default.fileExists(atPath: registry.path(of: location))
+    }
+
     /// The custom storages that have files.
     public func customStorages() -> [String] {
         let folder = configuration.dataDirectory + "/storages"

@@ -1,0 +1,238 @@
+import DAOEngine
+import DAOValue
+import Foundation
+
+/// What a disk cache is: its settings and how many entries it holds now.
+public struct DiskCacheInfo: Sendable, Equatable {
+    public var name: String
+    public var capacity: Int
+    public var encrypted: Bool
+    /// Entries stored, expired ones not yet removed included; at most
+    /// `capacity + DiskCaches.slack(forCapacity: capacity)`.
+    public var count: Int
+
+    public init(name: String, capacity: Int, encrypted: Bool, count: Int) {
+        self.name = name
+        self.capacity = capacity
+        self.encrypted = encrypted
+        self.count = count
+    }
+}
+
+/// Persistent least-recently-used caches in SQLite: the reference's `APLRUDiskCache`.
+///
+/// Each database (a `StorageLocation`: the common one, a user's, a custom
+/// storage's) has its own set of named caches, stored in tables of that same
+/// file, next to the DAO modules' tables and reached through the engine's
+/// registry (one writer per file, pooled readers). The reference's
+/// `userDependent` is the choice of location. Entries survive restarts,
+/// recency order included.
+///
+/// ## Storage layout
+///
+/// A file format users keep; change it only with a migration.
+///
+/// - `daogate_lru_caches(name TEXT PRIMARY KEY, capacity INTEGER NOT NULL,
+///   encrypted INTEGER NOT NULL, created REAL NOT NULL, count INTEGER NOT NULL
+///   DEFAULT 0)`: one row per cache. `encrypted` is 0 or 1; `created` is
+///   seconds since 1970; `count` is the number of rows in the cache's table,
+///   updated in the same transaction as every write to it, so that neither
+///   `info` nor the eviction check has to count rows (O(n) in SQLite).
+/// - per cache, `"daogate_lru_<name>"(key TEXT PRIMARY KEY, value BLOB NOT
+///   NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL)`, with
+///   the indexes `"daogate_lru_<name>:touched"` on `touched` and
+///   `"daogate_lru_<name>:expire"` on `expire WHERE expire > 0`.
+///   - `value`: a plain cache's value as compact JSON text (binary data as
+///     `{"$base64":"…"}`); an encrypted cache's as the ciphertext of
+///     `Cipher.encrypt(value, context: "lru:<name>/<key>")`. Keys are never
+///     encrypted. See `DiskCacheCodec`.
+///   - `expire`: seconds since 1970 after which the entry is gone; 0 never.
+///   - `touched`: the recency stamp, a counter: each write or read of an
+///     entry sets it to one more than the largest in the table (read from
+///     the end of the index, O(log n)). The smallest is the least recently used.
+///
+/// Cache names are identifiers (`Names.checkCacheName`), except `caches`,
+/// whose table would be the metadata table. SQLite table names ignore case,
+/// so two caches whose names differ only in case cannot live in one
+/// database (`.cacheConflict`). Tables named `daogate_…` are the storage
+/// layers' own: DAO modules cannot use them.
+///
+/// ## Capacity and eviction
+///
+/// As in the reference, the real capacity is somewhat larger than `capacity`,
+/// so that a full cache does not pay for an eviction on every insert: entries
+/// may exceed `capacity` by up to `slack(forCapacity:)`; when a write makes
+/// the count larger than `capacity + slack`, the least recently used entries
+/// are deleted down to `capacity`, in one statement. Expired entries count
+/// until read, evicted or purged (`purgeExpired(in:)`).
+///
+/// ## Concurrency and errors
+///
+/// Every write runs in one immediate transaction on the file's writer: all
+/// or nothing. `get` writes too (it marks the entry most recent), so it runs
+/// on the writer; `info` and `list` read on a pooled reader. Operations other
+/// than `create` do not create a database file that does not exist: its
+/// caches are unknown. Errors are `StorageError`s for what the caller sent
+/// and `EngineError`s for the files (busy, a failed statement, a value that
+/// does not decrypt: `.encryption`).
+public final class DiskCaches: Sendable {
+    public let engine: Engine
+    /// The cipher of encrypted caches; without one, they cannot be created or used.
+    public let cipher: Cipher?
+    /// What expiry compares with.
+    public let clock: StorageClock
+    /// The largest capacity a cache may have.
+    public let maximumCapacity: Int
+
+    public init(engine: Engine, cipher: Cipher?, clock: StorageClock = .system, maximumCapacity: Int = 1_000_000) {
+        self.engine = engine
+        self.cipher = cipher
+        self.clock = clock
+        self.maximumCapacity = max(1, maximumCapacity)
+    }
+
+    /// How many entries a cache may hold beyond its capacity before it evicts:
+    /// a tenth of the capacity, at least 1.
+    ///
+    /// Eviction then runs once per `slack` inserts into a full cache, and
+    /// deletes `slack + 1` entries at a time, instead of one per insert.
+    public static func slack(forCapacity capacity: Int) -> Int { max(1, capacity / 10) }
+
+    // MARK: Caches
+
+    /// Creates a cache (`initWithName:capacity:userDependent:crypted:`), or
+    /// changes the capacity of the existing one.
+    ///
+    /// A smaller capacity than the cache's count evicts the least recently
+    /// used entries down to it at once. An existing cache created with the
+    /// other `encrypted` setting is a `.cacheConflict`: the values already
+    /// stored one way cannot silently change. Capacity is 1 to
+    /// `maximumCapacity`; `encrypted` needs a cipher (`.encryptionUnavailable`).
+    /// - Returns: the cache, whether it was created, and how many entries a
+    ///   smaller capacity evicted.
+    @discardableResult
+    public func create(_ name: String, in location: StorageLocation, capacity: Int, encrypted: Bool) throws
+        -> (info: DiskCacheInfo, created: Bool, evicted: Int) {
+        let table = try DiskCacheTable(checking: name)
+        guard capacity >= 1 else { throw StorageError(.invalidValue, "a cache's capacity is at least 1, not \(capacity)") }
+        guard capacity <= maximumCapacity else {
+            throw StorageError(.limitExceeded, "a cache's capacity is at most \(maximumCapacity), not \(capacity)")
+        }
+        if encrypted, cipher == nil { throw Self.noCipher(name) }
+        let now = clock.now()
+        return try write(location) { db in
+            try DiskCacheCatalog.ensureTable(db)
+            if var record = try DiskCacheCatalog.record(db, name) {
+                guard record.encrypted == encrypted else {
+                    throw StorageError(
+                        .cacheConflict,
+                        "cache '\(name)' exists \(record.encrypted ? "encrypted" : "not encrypted"); its values cannot change how they are stored: delete it first")
+                }
+                var evicted = 0
+                if record.capacity != capacity {
+                    try DiskCacheCatalog.setCapacity(db, name, capacity)
+                    record.capacity = capacity
+                    if record.count > capacity {
+                        evicted = try Self.evict(db, table, record: &record, downTo: capacity)
+                        try DiskCacheCatalog.setCount(db, name, record.count)
+                    }
+                }
+                return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: record.count), false, evicted)
+            }
+            if let other = try DiskCacheCatalog.nameIgnoringCase(db, name) {
+                throw StorageError(
+                    .cacheConflict, "cache '\(other)' exists: names that differ only in case would share one table")
+            }
+            try db.execute(table.createTable)
+            try db.execute(table.createTouchedIndex)
+            try db.execute(table.createExpireIndex)
+            try DiskCacheCatalog.add(db, name, capacity: capacity, encrypted: encrypted, created: now)
+            return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: 0), true, 0)
+        }
+    }
+
+    /// A cache's settings and count, or `.unknownCache`.
+    public func info(_ name: String, in location: StorageLocation) throws -> DiskCacheInfo {
+        _ = try DiskCacheTable(checking: name)
+        guard exists(location) else { throw Self.unknown(name) }
+        let record = try engine.withOpenDatabase(location) { database in
+            try database.pool.read { db in try DiskCacheCatalog.existingRecord(db, name) }
+        }
+        return DiskCacheInfo(name: name, capacity: record.capacity, encrypted: record.encrypted, count: record.count)
+    }
+
+    /// Every cache of the location's database, sorted by name (byte order).
+    public func list(in location: StorageLocation) throws -> [DiskCacheInfo] {
+        guard exists(location) else { return [] }
+        return try engine.withOpenDatabase(location) { database in
+            try database.pool.read { db in try DiskCacheCatalog.all(db) }
+        }
+    }
+
+    /// Deletes a cache: its table, indexes and metadata row.
+    /// - Returns: whether there was such a cache (an unknown cache is not an error here).
+    @discardableResult
+    public func delete(_ name: String, in location: StorageLocation) throws -> Bool {
+        let table = try DiskCacheTable(checking: name)
+        guard exists(location) else { return false }
+        return try write(location) { db in
+            guard try DiskCacheCatalog.record(db, name) != nil else { return false }
+            try db.execute(table.dropTable)
+            try DiskCacheCatalog.remove(db, name)
+            return true
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` in an immediate transaction on the location's writer,
+    /// opening (and creating) the file if needed.
+    func write<T>(_ location: StorageLocation, _ body: (Database) throws -> T) throws -> T {
+        try engine.withOpenDatabase(location) { database in
+            try database.pool.write { db in try db.inTransaction(.immediate) { try body(db) } }
+        }
+    }
+
+    /// Whether the location's database file exists: reads and deletions in a
+    /// file that does not would only create it, empty.
+    func exists(_ location: StorageLocation) -> Bool {
+        var folder = engine.configuration.dataDirectory
+        if folder.hasSuffix("/") { folder.removeLast() }
+        return FileManager.default.fileExists(atPath: folder + "/" + location.relativePath)
+    }
+
+    /// Deletes least recently used entries until `downTo` remain, in one
+    /// statement; sets `record.count` (the caller stores it).
+    ///
+    /// The rows are counted first rather than trusting the stored count, so a
+    /// count that drifted (a table edited by hand) is repaired here; this runs
+    /// at most once per `slack` inserts, which keeps its cost per insert small.
+    static func evict(_ db: Database, _ table: DiskCacheTable, record: inout DiskCacheRecord, downTo target: Int) throws -> Int {
+        let counting = try db.cachedStatement(table.count)
+        _ = try counting.step()
+        let rows = Int(counting.int64(at: 0))
+        _ = try counting.step()
+        var evicted = 0
+        if rows > target {
+            let eviction = try db.cachedStatement(table.evictOldest)
+            try eviction.bind([.integer(Int64(rows - target))])
+            evicted = try eviction.run()
+        }
+        record.count = rows - evicted
+        return evicted
+    }
+
+    /// Evicts when `record.count` is beyond capacity and slack; see `evict(_:_:record:downTo:)`.
+    static func evictIfFull(_ db: Database, _ table: DiskCacheTable, record: inout DiskCacheRecord) throws -> Int {
+        guard record.count > record.capacity + slack(forCapacity: record.capacity) else { return 0 }
+        return try evict(db, table, record: &record, downTo: record.capacity)
+    }
+
+    static func unknown(_ name: String) -> StorageError {
+        StorageError(.unknownCache, "there is no disk cache named '\(name)' here")
+    }
+
+    static func noCipher(_ name: String) -> StorageError {
+        StorageError(.encryptionUnavailable, "encrypted cache '\(name)' needs a key, and the server has none")
+    }
+}

@@ -219,6 +219,14 @@ struct MemoryCacheTests {
         #expect(MemoryBudget.entrySize(key: "ключ", value: 1) == entry + 8 + node + 8)
     }
 
+    @Test func theEstimateCoversTheLayoutItNames() {
+        #expect(MemoryLayout<Value>.stride <= MemoryBudget.valueNodeOverhead)
+        // A list node and an index bucket (key and position) at 3/4 load.
+        let node = MemoryLayout<LRUList<MemoryCache.Slot>.Node>.stride
+        let bucket = MemoryLayout<String>.stride + MemoryLayout<Int>.stride
+        #expect(node + bucket * 4 / 3 <= MemoryBudget.entryOverhead)
+    }
+
     @Test func memoryFullOnSetLeavesTheCacheUnchanged() throws {
         let budget = MemoryBudget(bytes: Self.size("a", 0) + Self.size("b", 1) + 10)
         let cache = try Self.cache(5, ["a", "b"], budget: budget)

@@ -49,14 +49,14 @@ public final class MemoryBudget: Sendable {
     // MARK: Sizes
 
     /// What an entry costs beyond its key and value: its node in the LRU list
-    /// (links, expiry, size), its slot in the key index and the hash table's
-    /// slack, rounded up. Without it a million one-byte entries would seem to
-    /// cost a megabyte.
-    public static let entryOverhead = 64
+    /// (key, value, expiry, size and links: 64 bytes on 64-bit platforms) and
+    /// its bucket in the key index (24 bytes at up to 3/4 load), rounded up.
+    /// Without it a million one-byte entries would seem to cost a megabyte.
+    public static let entryOverhead = 112
 
     /// What a value costs beyond its payload bytes: the enum itself inside its
-    /// container (`MemoryLayout<Value>.stride` is 9 to 17 bytes), rounded up.
-    public static let valueNodeOverhead = 16
+    /// container (`MemoryLayout<Value>.stride`, 24 bytes on 64-bit platforms).
+    public static let valueNodeOverhead = 24
 
     /// The bytes an entry is counted for: `entryOverhead`, the key's UTF-8
     /// bytes and `estimatedSize(of:)` its value.
@@ -69,9 +69,10 @@ public final class MemoryBudget: Sendable {
     /// numbers add 8, strings their UTF-8 bytes, blobs their bytes; arrays add
     /// their elements; objects add, per member, the key's UTF-8 bytes, 16 for
     /// the key's string and the member's value. Booleans and nulls add
-    /// nothing. Allocator rounding and collection slack are not counted, so
-    /// the real footprint is somewhat larger: the budget is a bound on what
-    /// clients store, not an exact measure of the heap.
+    /// nothing. Allocator rounding, the headers of heap buffers and the slack
+    /// of growing collections are not counted, so the real footprint is
+    /// somewhat larger: the budget bounds what clients store, it does not
+    /// measure the heap.
     public static func estimatedSize(of value: Value) -> Int {
         switch value {
         case .null, .bool: valueNodeOverhead

@@ -150,7 +150,9 @@ public final class MemoryCache: Sendable {
     ///
     /// `.null` values remove their key. All or nothing: when the budget cannot
     /// cover what the cache holds once every entry is applied, it throws
-    /// `.memoryFull` and the cache is as it was.
+    /// `.memoryFull` and the cache is as it was (the batch is applied, then
+    /// undone step by step when its net growth does not fit). `now` is not
+    /// used today, since nothing added expires; it keeps the writes' shape.
     @discardableResult
     public func add(_ entries: [(key: String, value: Value)], now: Double) throws(StorageError) -> Int {
         let sizes = entries.map { $0.value.isNull ? 0 : MemoryBudget.entrySize(key: $0.key, value: $0.value) }
@@ -443,7 +445,8 @@ extension MemoryCache.State {
     mutating func undo(_ step: MemoryCache.Undo) {
         switch step {
         case .unlinkInserted(let key):
-            if let position = list.position(of: key) { _ = remove(at: position) }
+            guard let position = list.position(of: key) else { preconditionFailure("MemoryCache: undo finds no '\(key)'") }
+            _ = remove(at: position)
         case .reinsert(let key, let slot, let after):
             var position: Int?
             if let after {

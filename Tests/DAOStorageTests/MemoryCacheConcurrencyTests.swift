@@ -6,6 +6,8 @@ import Testing
 @testable import DAOStorage
 
 struct MemoryCacheConcurrencyTests {
+    typealias SplitMix64 = MemoryCacheSupport.SplitMix64
+
     static let threads = 8
 
     @Test func manyThreadsOnOneCacheKeepItsInvariants() throws {

@@ -3,117 +3,122 @@ import DAOValue
 import Testing
 @testable import DAOStorage
 
-/// The obviously correct LRU cache the real one is held to: an array of
-/// entries, most recent first, every operation a linear scan.
-struct ReferenceLRU {
-    struct Entry: Equatable {
-        var key: String
-        var value: Value
-        var expire: Double
-        var size: Int
-    }
+extension MemoryCacheSupport {
+    /// The obviously correct LRU cache the real one is held to: an array of
+    /// entries, most recent first, every operation a linear scan.
+    struct ReferenceLRU {
+        struct Entry: Equatable {
+            var key: String
+            var value: Value
+            var expire: Double
+            var size: Int
+        }
 
-    var entries: [Entry] = []
-    var capacity: Int
-    /// The budget's limit; the model owns the whole budget.
-    let limit: Int
+        var entries: [Entry] = []
+        var capacity: Int
+        /// The budget's limit; the model owns the whole budget.
+        let limit: Int
 
-    var bytes: Int { entries.reduce(0) { $0 + $1.size } }
+        var bytes: Int { entries.reduce(0) { $0 + $1.size } }
 
-    static func expired(_ entry: Entry, at now: Double) -> Bool { entry.expire != 0 && entry.expire <= now }
+        static func expired(_ entry: Entry, at now: Double) -> Bool { entry.expire != 0 && entry.expire <= now }
 
-    /// The cache's answer to a write: what it returns, or the code it throws.
-    enum Outcome: Equatable {
-        case evicted(Int)
-        case failed(StorageError.Code)
-    }
+        /// The cache's answer to a write: what it returns, or the code it throws.
+        enum Outcome: Equatable {
+            case evicted(Int)
+            case failed(StorageError.Code)
+        }
 
-    mutating func set(_ key: String, _ value: Value, expire: Double, now: Double) -> Outcome {
-        if value.isNull || (expire != 0 && expire <= now) {
+        mutating func set(_ key: String, _ value: Value, expire: Double, now: Double) -> Outcome {
+            if value.isNull || (expire != 0 && expire <= now) {
+                entries.removeAll { $0.key == key }
+                return .evicted(0)
+            }
+            var next = self
+            let evicted = next.store(key, value, expire: expire)
+            // A write fails exactly when it would leave the budget over its limit.
+            guard next.bytes <= limit else { return .failed(.memoryFull) }
+            self = next
+            return .evicted(evicted)
+        }
+
+        mutating func add(_ batch: [(key: String, value: Value)]) -> Outcome {
+            var next = self
+            var evicted = 0
+            for (key, value) in batch {
+                if value.isNull { next.entries.removeAll { $0.key == key } } else { evicted += next.store(key, value, expire: 0) }
+            }
+            guard next.bytes <= limit else { return .failed(.memoryFull) }
+            self = next
+            return .evicted(evicted)
+        }
+
+        private mutating func store(_ key: String, _ value: Value, expire: Double) -> Int {
             entries.removeAll { $0.key == key }
-            return .evicted(0)
+            entries.insert(Entry(key: key, value: value, expire: expire, size: MemoryBudget.entrySize(key: key, value: value)), at: 0)
+            return trim()
         }
-        var next = self
-        let evicted = next.store(key, value, expire: expire)
-        // A write fails exactly when it would leave the budget over its limit.
-        guard next.bytes <= limit else { return .failed(.memoryFull) }
-        self = next
-        return .evicted(evicted)
-    }
 
-    mutating func add(_ batch: [(key: String, value: Value)]) -> Outcome {
-        var next = self
-        var evicted = 0
-        for (key, value) in batch {
-            if value.isNull { next.entries.removeAll { $0.key == key } } else { evicted += next.store(key, value, expire: 0) }
+        private mutating func trim() -> Int {
+            var evicted = 0
+            while entries.count > capacity {
+                entries.removeLast()
+                evicted += 1
+            }
+            return evicted
         }
-        guard next.bytes <= limit else { return .failed(.memoryFull) }
-        self = next
-        return .evicted(evicted)
-    }
 
-    private mutating func store(_ key: String, _ value: Value, expire: Double) -> Int {
-        entries.removeAll { $0.key == key }
-        entries.insert(Entry(key: key, value: value, expire: expire, size: MemoryBudget.entrySize(key: key, value: value)), at: 0)
-        return trim()
-    }
-
-    private mutating func trim() -> Int {
-        var evicted = 0
-        while entries.count > capacity {
-            entries.removeLast()
-            evicted += 1
+        mutating func get(_ key: String, now: Double) -> Value? {
+            guard let index = entries.firstIndex(where: { $0.key == key }) else { return nil }
+            let entry = entries.remove(at: index)
+            if Self.expired(entry, at: now) { return nil }
+            entries.insert(entry, at: 0)
+            return entry.value
         }
-        return evicted
+
+        func exists(_ key: String, now: Double) -> Bool {
+            entries.contains { $0.key == key && !Self.expired($0, at: now) }
+        }
+
+        func peek(_ count: Int, fromHead: Bool, now: Double) -> [MemoryEntry] {
+            let live = entries.filter { !Self.expired($0, at: now) }.map { MemoryEntry(key: $0.key, value: $0.value, expire: $0.expire) }
+            return Array((fromHead ? live : live.reversed()).prefix(max(0, count)))
+        }
+
+        mutating func remove(where matches: (String) -> Bool) -> Int {
+            let before = entries.count
+            entries.removeAll { matches($0.key) }
+            return before - entries.count
+        }
+
+        mutating func resize(_ capacity: Int) -> Int {
+            self.capacity = capacity
+            return trim()
+        }
+
+        mutating func purge(now: Double) -> (entries: Int, bytes: Int) {
+            let expired = entries.filter { Self.expired($0, at: now) }
+            entries.removeAll { Self.expired($0, at: now) }
+            return (expired.count, expired.reduce(0) { $0 + $1.size })
+        }
     }
 
-    mutating func get(_ key: String, now: Double) -> Value? {
-        guard let index = entries.firstIndex(where: { $0.key == key }) else { return nil }
-        let entry = entries.remove(at: index)
-        if Self.expired(entry, at: now) { return nil }
-        entries.insert(entry, at: 0)
-        return entry.value
-    }
-
-    func exists(_ key: String, now: Double) -> Bool {
-        entries.contains { $0.key == key && !Self.expired($0, at: now) }
-    }
-
-    func peek(_ count: Int, fromHead: Bool, now: Double) -> [MemoryEntry] {
-        let live = entries.filter { !Self.expired($0, at: now) }.map { MemoryEntry(key: $0.key, value: $0.value, expire: $0.expire) }
-        return Array((fromHead ? live : live.reversed()).prefix(max(0, count)))
-    }
-
-    mutating func remove(where matches: (String) -> Bool) -> Int {
-        let before = entries.count
-        entries.removeAll { matches($0.key) }
-        return before - entries.count
-    }
-
-    mutating func resize(_ capacity: Int) -> Int {
-        self.capacity = capacity
-        return trim()
-    }
-
-    mutating func purge(now: Double) -> (entries: Int, bytes: Int) {
-        let expired = entries.filter { Self.expired($0, at: now) }
-        entries.removeAll { Self.expired($0, at: now) }
-        return (expired.count, expired.reduce(0) { $0 + $1.size })
-    }
+    /// Regular expressions for `remove(matching:)` with what each means, written
+    /// in Swift independently of the POSIX matcher.
+    static let modelRegexes: [(pattern: String, matches: @Sendable (String) -> Bool)] = [
+        ("k1.*", { $0.hasPrefix("k1") }),
+        (".*7", { $0.hasSuffix("7") }),
+        ("k[0-4]", { $0.count == 2 && $0.hasPrefix("k") && "01234".contains($0.last ?? "x") }),
+        ("(a|k)2[0-9]", { $0.count == 3 && ($0.hasPrefix("a2") || $0.hasPrefix("k2")) }),
+        ("a.", { $0.count == 2 && $0.hasPrefix("a") }),
+        ("", { $0.isEmpty }),
+    ]
 }
 
-/// Regular expressions for `remove(matching:)` with what each means, written
-/// in Swift independently of the POSIX matcher.
-let modelRegexes: [(pattern: String, matches: @Sendable (String) -> Bool)] = [
-    ("k1.*", { $0.hasPrefix("k1") }),
-    (".*7", { $0.hasSuffix("7") }),
-    ("k[0-4]", { $0.count == 2 && $0.hasPrefix("k") && "01234".contains($0.last ?? "x") }),
-    ("(a|k)2[0-9]", { $0.count == 3 && ($0.hasPrefix("a2") || $0.hasPrefix("k2")) }),
-    ("a.", { $0.count == 2 && $0.hasPrefix("a") }),
-    ("", { $0.isEmpty }),
-]
-
 struct MemoryCacheModelTests {
+    typealias SplitMix64 = MemoryCacheSupport.SplitMix64
+    typealias ReferenceLRU = MemoryCacheSupport.ReferenceLRU
+
     /// Keys from a small space, so that operations meet the same keys often.
     static func key(_ random: inout SplitMix64) -> String {
         Int.random(in: 0..<5, using: &random) == 0
@@ -193,7 +198,7 @@ struct MemoryCacheModelTests {
                 let keys = (0..<Int.random(in: 0...5, using: &random)).map { _ in key(&random) }
                 #expect(cache.remove(keys: keys) == model.remove { keys.contains($0) }, context)
             case 79..<81:
-                let regex = modelRegexes[Int.random(in: 0..<modelRegexes.count, using: &random)]
+                let regex = MemoryCacheSupport.modelRegexes[Int.random(in: 0..<MemoryCacheSupport.modelRegexes.count, using: &random)]
                 #expect(cache.remove(matching: try PosixRegex(regex.pattern)) == model.remove(where: regex.matches), context)
             case 81..<85:
                 let capacity = Int.random(in: 1...24, using: &random)

@@ -1,0 +1,166 @@
+import DAOEngine
+import Synchronization
+
+/// The memory caches of a process, by name within each storage location,
+/// all counting their bytes in one budget.
+///
+/// The reference's callers hold their `APLRUMemoryCache` instances; a
+/// server's clients cannot, so caches are named and live here until deleted
+/// or until their storage is reset. The registry's lock guards only the
+/// names: operations on a cache take that cache's own lock.
+public final class MemoryCaches: Sendable {
+    /// The bounds clients cannot go past.
+    public struct Limits: Sendable {
+        /// The largest capacity one cache may have.
+        public var maximumCapacity: Int
+        /// The most caches one storage location may have.
+        public var maximumCachesPerLocation: Int
+        /// The bytes all caches may hold together.
+        public var budgetBytes: Int
+
+        public init(maximumCapacity: Int = 100_000, maximumCachesPerLocation: Int = 16, budgetBytes: Int = 256 << 20) {
+            self.maximumCapacity = maximumCapacity
+            self.maximumCachesPerLocation = maximumCachesPerLocation
+            self.budgetBytes = budgetBytes
+        }
+    }
+
+    public let limits: Limits
+    /// The budget every cache here counts its bytes in.
+    public let budget: MemoryBudget
+    private let registry = Mutex(Registry())
+
+    /// A cache's identity: its location and name, hashed together so that a
+    /// lookup is one dictionary probe and builds no string.
+    struct CacheID: Hashable {
+        let location: StorageLocation
+        let name: String
+    }
+
+    struct Registry {
+        var caches: [CacheID: MemoryCache] = [:]
+        /// The names in each location, for the per-location limit, listing and drops.
+        var names: [StorageLocation: Set<String>] = [:]
+
+        mutating func remove(_ id: CacheID) -> MemoryCache? {
+            guard let cache = caches.removeValue(forKey: id) else { return nil }
+            names[id.location]?.remove(id.name)
+            if names[id.location]?.isEmpty == true { names[id.location] = nil }
+            return cache
+        }
+    }
+
+    public init(limits: Limits = .init()) {
+        self.limits = limits
+        budget = MemoryBudget(bytes: limits.budgetBytes)
+    }
+
+    /// Creates the cache `name` in `location` with `capacity`, or, when it
+    /// exists, sets its capacity (evicting the least recently used entries
+    /// beyond a smaller one).
+    ///
+    /// Throws `.invalidName` for a name that is not one, `.invalidValue` for
+    /// a capacity below 1, `.limitExceeded` for one above `maximumCapacity`
+    /// or for a cache past `maximumCachesPerLocation` in the location.
+    public func create(_ name: String, in location: StorageLocation, capacity: Int) throws(StorageError)
+        -> (cache: MemoryCache, created: Bool, evicted: Int)
+    {
+        try Names.checkCacheName(name)
+        guard capacity >= 1 else { throw StorageError(.invalidValue, "a cache's capacity is at least 1, not \(capacity)") }
+        guard capacity <= limits.maximumCapacity else {
+            throw StorageError(.limitExceeded, "a cache's capacity is at most \(limits.maximumCapacity), not \(capacity)")
+        }
+        let id = CacheID(location: location, name: name)
+        let (cache, created) = try registry.withLock { registry throws(StorageError) -> (MemoryCache, Bool) in
+            if let cache = registry.caches[id] { return (cache, false) }
+            let count = registry.names[location]?.count ?? 0
+            guard count < limits.maximumCachesPerLocation else {
+                throw StorageError(.limitExceeded, "\(location) has \(count) memory caches, the most it may have")
+            }
+            let cache = MemoryCache(capacity: capacity, budget: budget)
+            registry.caches[id] = cache
+            registry.names[location, default: []].insert(name)
+            return (cache, true)
+        }
+        // Resizing takes the cache's lock, not the registry's: other caches'
+        // lookups need not wait for the evictions. A cache deleted meanwhile
+        // comes back closed, as if deleted right after: writes to it answer
+        // .unknownCache.
+        return (cache, created, created ? 0 : cache.resize(capacity))
+    }
+
+    /// The cache `name` in `location`; `.unknownCache` when there is none.
+    /// On the path of every cache request: one lock, one dictionary probe.
+    public func cache(_ name: String, in location: StorageLocation) throws(StorageError) -> MemoryCache {
+        let id = CacheID(location: location, name: name)
+        guard let cache = registry.withLock({ $0.caches[id] }) else {
+            throw StorageError(.unknownCache, "\(location) has no memory cache named '\(name)'")
+        }
+        return cache
+    }
+
+    /// Deletes the cache `name` in `location`, releasing its bytes; false
+    /// when there was none. A caller still holding it finds it empty and
+    /// its writes refused (`.unknownCache`).
+    @discardableResult
+    public func delete(_ name: String, in location: StorageLocation) -> Bool {
+        guard let cache = registry.withLock({ $0.remove(CacheID(location: location, name: name)) }) else { return false }
+        cache.close()
+        return true
+    }
+
+    /// The caches of `location`, by name.
+    public func list(in location: StorageLocation) -> [(name: String, capacity: Int, count: Int)] {
+        let caches = registry.withLock { registry in
+            (registry.names[location] ?? []).compactMap { name in registry.caches[CacheID(location: location, name: name)].map { (name, $0) } }
+        }
+        return caches.sorted { $0.0 < $1.0 }.map { name, cache in
+            let info = cache.info
+            return (name, info.capacity, info.count)
+        }
+    }
+
+    /// Deletes the caches of a storage's locations, for its reset, and
+    /// answers how many. `storage` nil is the default storage; `user` nil
+    /// takes the storage's common location and every user's in it, a user
+    /// only that user's location. Locations bound to a file are never taken.
+    @discardableResult
+    public func drop(storage: String?, user: UserID?) -> Int {
+        let dropped = registry.withLock { registry -> [MemoryCache] in
+            let ids = registry.caches.keys.filter { Self.location($0.location, isIn: storage, user: user) }
+            return ids.compactMap { registry.remove($0) }
+        }
+        for cache in dropped { cache.close() }
+        return dropped.count
+    }
+
+    /// Removes the expired entries of the caches in the same scope as
+    /// `drop(storage:user:)`, and answers how many and their bytes.
+    @discardableResult
+    public func purgeExpired(storage: String?, user: UserID?, now: Double) -> (entries: Int, bytes: Int) {
+        purge(now: now) { Self.location($0, isIn: storage, user: user) }
+    }
+
+    /// Removes the expired entries of every cache: what a periodic sweep does.
+    @discardableResult
+    public func purgeExpired(now: Double) -> (entries: Int, bytes: Int) {
+        purge(now: now) { _ in true }
+    }
+
+    private func purge(now: Double, where inScope: (StorageLocation) -> Bool) -> (entries: Int, bytes: Int) {
+        let caches = registry.withLock { registry in registry.caches.filter { inScope($0.key.location) }.map(\.value) }
+        return caches.reduce(into: (entries: 0, bytes: 0)) { total, cache in
+            let purged = cache.purgeExpired(now: now)
+            total.entries += purged.entries
+            total.bytes += purged.bytes
+        }
+    }
+
+    static func location(_ location: StorageLocation, isIn storage: String?, user: UserID?) -> Bool {
+        switch location {
+        case .common(let owner): user == nil && owner == storage
+        case .user(let owner, let store): store == storage && (user == nil || user == owner)
+        case .file: false
+        }
+    }
+}

@@ -1,0 +1,376 @@
+import DAOEngine
+import DAOValue
+import Testing
+@testable import DAOStorage
+
+struct MemoryCacheTests {
+    static let now = 1_000_000.0
+
+    /// Keys from the most recently used, expired entries included.
+    static func order(_ cache: MemoryCache) -> [String] {
+        cache.peek(Int.max, fromHead: true, now: -.infinity).map(\.key)
+    }
+
+    static func cache(_ capacity: Int, _ keys: [String] = [], budget: MemoryBudget = MemoryBudget(bytes: 1 << 20)) throws -> MemoryCache {
+        let cache = MemoryCache(capacity: capacity, budget: budget)
+        for (index, key) in keys.enumerated() { try cache.set(key, .integer(Int64(index)), now: now) }
+        return cache
+    }
+
+    static func size(_ key: String, _ value: Value) -> Int { MemoryBudget.entrySize(key: key, value: value) }
+
+    // MARK: Order
+
+    @Test func evictsTheLeastRecentlyUsedFromTheTail() throws {
+        let cache = try Self.cache(3, ["a", "b", "c"])
+        #expect(try cache.set("d", 4, now: Self.now) == 1)
+        #expect(Self.order(cache) == ["d", "c", "b"])
+        #expect(cache.get("a", now: Self.now) == nil)
+        #expect(try cache.set("e", 5, now: Self.now) == 1)
+        #expect(Self.order(cache) == ["e", "d", "c"])
+        #expect(cache.count == 3)
+    }
+
+    @Test func replacingAKeyMovesItToTheHeadWithoutEvicting() throws {
+        let cache = try Self.cache(3, ["a", "b", "c"])
+        #expect(try cache.set("a", "new", now: Self.now) == 0)
+        #expect(Self.order(cache) == ["a", "c", "b"])
+        #expect(cache.get("a", now: Self.now) == "new")
+        #expect(cache.count == 3)
+    }
+
+    @Test func getTouchesRecency() throws {
+        let cache = try Self.cache(3, ["a", "b", "c"])
+        #expect(cache.get("a", now: Self.now) == 0)
+        #expect(Self.order(cache) == ["a", "c", "b"])
+        try cache.set("d", 3, now: Self.now)
+        #expect(Self.order(cache) == ["d", "a", "c"])
+        #expect(cache.get("missing", now: Self.now) == nil)
+        #expect(Self.order(cache) == ["d", "a", "c"])
+    }
+
+    @Test func existsAndPeekLeaveRecencyAlone() throws {
+        let cache = try Self.cache(3, ["a", "b", "c"])
+        #expect(cache.exists("a", now: Self.now))
+        #expect(!cache.exists("z", now: Self.now))
+        #expect(cache.peek(3, fromHead: false, now: Self.now).map(\.key) == ["a", "b", "c"])
+        #expect(cache.peek(1, fromHead: false, now: Self.now).map(\.key) == ["a"])
+        #expect(Self.order(cache) == ["c", "b", "a"])
+        try cache.set("d", 3, now: Self.now)
+        #expect(!cache.exists("a", now: Self.now))
+        #expect(Self.order(cache) == ["d", "c", "b"])
+    }
+
+    @Test func peekReadsFromEitherEndUpToTheCount() throws {
+        let cache = try Self.cache(10, ["a", "b", "c", "d"])
+        #expect(cache.peek(2, fromHead: true, now: Self.now) == [
+            MemoryEntry(key: "d", value: 3, expire: 0), MemoryEntry(key: "c", value: 2, expire: 0),
+        ])
+        #expect(cache.peek(2, fromHead: false, now: Self.now).map(\.key) == ["a", "b"])
+        #expect(cache.peek(100, fromHead: true, now: Self.now).map(\.key) == ["d", "c", "b", "a"])
+        #expect(cache.peek(0, fromHead: true, now: Self.now).isEmpty)
+        #expect(cache.peek(-3, fromHead: false, now: Self.now).isEmpty)
+    }
+
+    @Test func resizeShrinkingEvictsTheLeastRecent() throws {
+        let cache = try Self.cache(5, ["a", "b", "c", "d", "e"])
+        _ = cache.get("a", now: Self.now)
+        #expect(cache.resize(2) == 3)
+        #expect(Self.order(cache) == ["a", "e"])
+        #expect(cache.capacity == 2)
+        #expect(cache.resize(10) == 0)
+        #expect(cache.count == 2)
+        try cache.set("f", 6, now: Self.now)
+        try cache.set("g", 7, now: Self.now)
+        #expect(cache.count == 4)
+    }
+
+    @Test func addStoresInOrderSoTheLastGivenIsMostRecent() throws {
+        let cache = try Self.cache(3, ["x"])
+        let evicted = try cache.add([(key: "a", value: 1), (key: "b", value: 2), (key: "a", value: 3)], now: Self.now)
+        #expect(evicted == 0)
+        #expect(Self.order(cache) == ["a", "b", "x"])
+        #expect(cache.get("a", now: Self.now) == 3)
+        #expect(try cache.add([(key: "c", value: 4), (key: "d", value: 5)], now: Self.now) == 2)
+        #expect(Self.order(cache) == ["d", "c", "a"])
+        // Entries added in a batch never expire.
+        #expect(cache.peek(3, fromHead: true, now: .greatestFiniteMagnitude).allSatisfy { $0.expire == 0 })
+        #expect(try cache.add([], now: Self.now) == 0)
+    }
+
+    @Test func addLongerThanTheCapacityKeepsItsLastEntries() throws {
+        let cache = try Self.cache(2, ["x", "y"])
+        let batch = (0..<5).map { (key: "k\($0)", value: Value.integer(Int64($0))) }
+        #expect(try cache.add(batch, now: Self.now) == 5)
+        #expect(Self.order(cache) == ["k4", "k3"])
+    }
+
+    // MARK: Null and expiry
+
+    @Test func nullDeletesTheKey() throws {
+        let cache = try Self.cache(5, ["a", "b"])
+        #expect(try cache.set("a", .null, now: Self.now) == 0)
+        #expect(Self.order(cache) == ["b"])
+        #expect(try cache.set("absent", .null, now: Self.now) == 0)
+        try cache.add([(key: "c", value: 1), (key: "b", value: .null)], now: Self.now)
+        #expect(Self.order(cache) == ["c"])
+    }
+
+    @Test func expiredEntriesAnswerNothingAndGetRemovesThem() throws {
+        let cache = try Self.cache(5, ["a"])
+        try cache.set("e", "soon", expire: Self.now + 10, now: Self.now)
+        #expect(cache.get("e", now: Self.now + 9.5) == "soon")
+        #expect(cache.exists("e", now: Self.now + 9.5))
+        // At the expiry itself the entry is gone.
+        #expect(!cache.exists("e", now: Self.now + 10))
+        #expect(cache.peek(10, fromHead: true, now: Self.now + 10).map(\.key) == ["a"])
+        #expect(cache.count == 2)  // exists and peek do not remove
+        #expect(cache.get("e", now: Self.now + 10) == nil)
+        #expect(cache.count == 1)  // get does
+        #expect(Self.order(cache) == ["a"])
+    }
+
+    @Test func anExpiryAtOrBeforeNowStoresNothingAndRemovesTheKey() throws {
+        let cache = try Self.cache(5, ["a", "b"])
+        let used = cache.budget.used
+        #expect(try cache.set("a", "old", expire: Self.now - 1, now: Self.now) == 0)
+        #expect(try cache.set("c", "never", expire: Self.now, now: Self.now) == 0)
+        #expect(Self.order(cache) == ["b"])
+        #expect(cache.budget.used == used - Self.size("a", 0))
+    }
+
+    @Test(arguments: [-1, -.infinity, .infinity, .nan] as [Double])
+    func anExpiryThatIsNoTimestampIsRefused(expire: Double) throws {
+        let cache = try Self.cache(5, ["a"])
+        let error = #expect(throws: StorageError.self) { try cache.set("a", "x", expire: expire, now: Self.now) }
+        #expect(error?.code == .invalidValue && error?.status == 400)
+        #expect(cache.get("a", now: Self.now) == 0)
+    }
+
+    @Test func purgeRemovesOnlyExpiredEntriesAndCountsTheirBytes() throws {
+        let cache = try Self.cache(10, ["a"])
+        try cache.set("e1", "one", expire: Self.now + 1, now: Self.now)
+        try cache.set("e2", "two", expire: Self.now + 2, now: Self.now)
+        try cache.set("e3", "three", expire: Self.now + 3, now: Self.now)
+        let before = cache.budget.used
+        let purged = cache.purgeExpired(now: Self.now + 2)
+        #expect(purged.entries == 2)
+        #expect(purged.bytes == Self.size("e1", "one") + Self.size("e2", "two"))
+        #expect(cache.budget.used == before - purged.bytes)
+        #expect(Self.order(cache) == ["e3", "a"])
+        let again = cache.purgeExpired(now: Self.now + 2)
+        #expect(again.entries == 0 && again.bytes == 0)
+        #expect(cache.invariantViolation() == nil)
+    }
+
+    @Test func removalsCountExpiredEntriesNotNoticedYet() throws {
+        let cache = try Self.cache(10)
+        try cache.set("k1", 1, expire: Self.now + 1, now: Self.now)
+        try cache.set("k2", 2, expire: Self.now + 1, now: Self.now)
+        #expect(!cache.exists("k1", now: Self.now + 5))
+        #expect(cache.remove("k1"))
+        #expect(cache.removeAll() == 1)
+    }
+
+    @Test func anExpiredTailIsEvictedLikeAnyOther() throws {
+        let cache = try Self.cache(2)
+        try cache.set("old", 1, expire: Self.now + 1, now: Self.now)
+        try cache.set("b", 2, now: Self.now)
+        // "old" has expired but is still held: it is the tail, so it goes.
+        #expect(try cache.set("c", 3, now: Self.now + 5) == 1)
+        #expect(Self.order(cache) == ["c", "b"])
+    }
+
+    // MARK: Removals
+
+    @Test func removesByKeyPrefixSuffixKeySetAndRegex() throws {
+        let keys = ["user/1", "user/2", "user/10", "img.png", "img.jpg", "doc.png", "other"]
+        let cache = try Self.cache(20, keys)
+        #expect(cache.remove("other"))
+        #expect(!cache.remove("other"))
+        #expect(cache.remove(prefix: "user/1") == 2)
+        #expect(cache.remove(suffix: ".png") == 2)
+        #expect(Self.order(cache) == ["img.jpg", "user/2"])
+        #expect(cache.remove(keys: ["user/2", "user/2", "nope"]) == 1)
+        try cache.set("a1", 1, now: Self.now)
+        try cache.set("a22", 2, now: Self.now)
+        try cache.set("xa1", 3, now: Self.now)
+        // Whole-key match: "xa1" contains a match but is not one.
+        #expect(cache.remove(matching: try PosixRegex("a[0-9]+")) == 2)
+        #expect(Self.order(cache) == ["xa1", "img.jpg"])
+        #expect(cache.removeAll() == 2)
+        #expect(cache.count == 0)
+        #expect(cache.budget.used == 0)
+    }
+
+    // MARK: Budget
+
+    @Test func entrySizeFollowsTheDocumentedEstimate() {
+        let node = MemoryBudget.valueNodeOverhead
+        let entry = MemoryBudget.entryOverhead
+        #expect(MemoryBudget.estimatedSize(of: .null) == node)
+        #expect(MemoryBudget.estimatedSize(of: true) == node)
+        #expect(MemoryBudget.estimatedSize(of: 42) == node + 8)
+        #expect(MemoryBudget.estimatedSize(of: 4.5) == node + 8)
+        #expect(MemoryBudget.estimatedSize(of: "héllo") == node + 6)
+        #expect(MemoryBudget.estimatedSize(of: .blob([1, 2, 3])) == node + 3)
+        #expect(MemoryBudget.estimatedSize(of: [1, "ab"]) == node + (node + 8) + (node + 2))
+        #expect(MemoryBudget.estimatedSize(of: ["key": [true]]) == node + 3 + 16 + (node + node))
+        #expect(MemoryBudget.entrySize(key: "ключ", value: 1) == entry + 8 + node + 8)
+    }
+
+    @Test func theEstimateCoversTheLayoutItNames() {
+        #expect(MemoryLayout<Value>.stride <= MemoryBudget.valueNodeOverhead)
+        // A list node and an index bucket (key and position) at 3/4 load.
+        let node = MemoryLayout<LRUList<MemoryCache.Slot>.Node>.stride
+        let bucket = MemoryLayout<String>.stride + MemoryLayout<Int>.stride
+        #expect(node + bucket * 4 / 3 <= MemoryBudget.entryOverhead)
+    }
+
+    @Test func memoryFullOnSetLeavesTheCacheUnchanged() throws {
+        let budget = MemoryBudget(bytes: Self.size("a", 0) + Self.size("b", 1) + 10)
+        let cache = try Self.cache(5, ["a", "b"], budget: budget)
+        let used = budget.used
+        let error = #expect(throws: StorageError.self) { try cache.set("c", 2, now: Self.now) }
+        #expect(error?.code == .memoryFull && error?.status == 507)
+        // A bigger value for a held key does not fit either, and moves nothing.
+        let again = #expect(throws: StorageError.self) { try cache.set("a", "a value longer than ten bytes more", now: Self.now) }
+        #expect(again?.code == .memoryFull)
+        #expect(Self.order(cache) == ["b", "a"])
+        #expect(cache.get("a", now: Self.now) == 0)
+        #expect(budget.used == used)
+        // A value of the same size fits: only the difference is reserved.
+        try cache.set("a", 7, now: Self.now)
+        #expect(budget.used == used)
+        #expect(cache.invariantViolation() == nil)
+    }
+
+    @Test func aFullCacheCyclesInAFullBudgetThroughEviction() throws {
+        // Room for exactly two entries: a third key fits only because the tail leaves.
+        let budget = MemoryBudget(bytes: 2 * Self.size("a", 0))
+        let cache = try Self.cache(2, ["a", "b"], budget: budget)
+        #expect(try cache.set("c", 2, now: Self.now) == 1)
+        #expect(Self.order(cache) == ["c", "b"])
+        #expect(budget.used == budget.limit)
+    }
+
+    @Test func memoryFullOnAddLeavesTheCacheUnchanged() throws {
+        let budget = MemoryBudget(bytes: 4 * Self.size("k0", 0) + 5)
+        let cache = try Self.cache(4, ["k0", "k1", "k2", "k3"], budget: budget)
+        _ = cache.get("k1", now: Self.now)
+        let order = Self.order(cache)
+        let entries = cache.peek(10, fromHead: true, now: Self.now)
+        let used = budget.used
+        // Replaces, removes, evicts, then needs more than the budget has.
+        let batch: [(key: String, value: Value)] = [
+            (key: "k2", value: 9), (key: "k3", value: .null), (key: "n1", value: 1), (key: "n2", value: 2),
+            (key: "n3", value: "a string long enough not to fit"),
+        ]
+        let error = #expect(throws: StorageError.self) { try cache.add(batch, now: Self.now) }
+        #expect(error?.code == .memoryFull)
+        #expect(Self.order(cache) == order)
+        #expect(cache.peek(10, fromHead: true, now: Self.now) == entries)
+        #expect(budget.used == used)
+        #expect(cache.invariantViolation() == nil)
+        // The same batch without its big entry fits, evicting as it goes.
+        #expect(try cache.add(Array(batch.dropLast()), now: Self.now) == 1)
+        #expect(Self.order(cache) == ["n2", "n1", "k2", "k1"])
+    }
+
+    @Test func cachesSharingABudgetLimitEachOther() throws {
+        let budget = MemoryBudget(bytes: 3 * Self.size("k", 0))
+        let first = try Self.cache(10, ["k", "l"], budget: budget)
+        let second = try Self.cache(10, ["m"], budget: budget)
+        #expect(throws: StorageError.self) { try second.set("n", 0, now: Self.now) }
+        first.remove("k")
+        try second.set("n", 0, now: Self.now)
+        #expect(second.count == 2 && first.count == 1)
+        first.removeAll()
+        second.removeAll()
+        #expect(budget.used == 0)
+    }
+
+    @Test func everyRemovalReleasesItsBytes() throws {
+        let budget = MemoryBudget(bytes: 1 << 20)
+        let cache = MemoryCache(capacity: 4, budget: budget)
+        func expectUsed(_ entries: [(String, Value)], _ comment: Comment) {
+            #expect(budget.used == entries.reduce(0) { $0 + Self.size($1.0, $1.1) }, comment)
+            #expect(cache.bytes == budget.used, comment)
+        }
+        try cache.set("a", "12345", now: Self.now)
+        expectUsed([("a", "12345")], "set")
+        try cache.set("a", "1", now: Self.now)
+        expectUsed([("a", "1")], "replaced by a smaller value")
+        try cache.set("a", "123456789", now: Self.now)
+        expectUsed([("a", "123456789")], "replaced by a bigger value")
+        try cache.set("a", .null, now: Self.now)
+        expectUsed([], "null")
+        try cache.set("b", 1, now: Self.now)
+        try cache.set("b", 1, expire: Self.now - 1, now: Self.now)
+        expectUsed([], "expiry in the past")
+        try cache.add([(key: "p1", value: 1), (key: "p2", value: 2), (key: "s.x", value: 3), (key: "r9", value: 4)], now: Self.now)
+        expectUsed([("p1", 1), ("p2", 2), ("s.x", 3), ("r9", 4)], "add")
+        try cache.set("e", "evicting", now: Self.now)
+        expectUsed([("p2", 2), ("s.x", 3), ("r9", 4), ("e", "evicting")], "eviction")
+        cache.remove(prefix: "p")
+        expectUsed([("s.x", 3), ("r9", 4), ("e", "evicting")], "prefix")
+        cache.remove(suffix: ".x")
+        expectUsed([("r9", 4), ("e", "evicting")], "suffix")
+        cache.remove(matching: try PosixRegex("r[0-9]"))
+        expectUsed([("e", "evicting")], "regex")
+        cache.remove(keys: ["e"])
+        expectUsed([], "keys")
+        try cache.set("t", 1, expire: Self.now + 1, now: Self.now)
+        _ = cache.get("t", now: Self.now + 1)
+        expectUsed([], "get of an expired entry")
+        try cache.set("t", 1, expire: Self.now + 1, now: Self.now)
+        cache.purgeExpired(now: Self.now + 1)
+        expectUsed([], "purge")
+        try cache.add([(key: "r1", value: 1), (key: "r2", value: 2), (key: "r3", value: 3)], now: Self.now)
+        cache.resize(1)
+        expectUsed([("r3", 3)], "resize")
+        cache.remove("r3")
+        expectUsed([], "remove")
+        try cache.set("z", 1, now: Self.now)
+        cache.removeAll()
+        expectUsed([], "remove all")
+        try cache.set("z", 1, now: Self.now)
+        cache.close()
+        expectUsed([], "close")
+    }
+
+    @Test func aCacheLetGoGivesItsBytesBack() throws {
+        let budget = MemoryBudget(bytes: 1 << 20)
+        do {
+            let cache = MemoryCache(capacity: 4, budget: budget)
+            try cache.set("a", "value", now: Self.now)
+            #expect(budget.used > 0)
+        }
+        #expect(budget.used == 0)
+    }
+
+    @Test func aClosedCacheHoldsNothingAndRefusesWrites() throws {
+        let cache = try Self.cache(4, ["a"])
+        cache.close()
+        #expect(cache.get("a", now: Self.now) == nil)
+        let error = #expect(throws: StorageError.self) { try cache.set("b", 1, now: Self.now) }
+        #expect(error?.code == .unknownCache)
+        let batchError = #expect(throws: StorageError.self) { try cache.add([(key: "b", value: 1)], now: Self.now) }
+        #expect(batchError?.code == .unknownCache)
+        #expect(cache.count == 0)
+        #expect(cache.budget.used == 0)
+    }
+
+    @Test func budgetReservesOnlyWithinItsLimit() {
+        let budget = MemoryBudget(bytes: 100)
+        #expect(budget.reserve(60))
+        #expect(!budget.reserve(41))
+        #expect(budget.used == 60)
+        #expect(budget.reserve(40))
+        #expect(budget.available == 0)
+        #expect(!budget.reserve(1))
+        budget.release(100)
+        #expect(budget.used == 0)
+        #expect(MemoryBudget(bytes: -5).limit == 0)
+    }
+}

@@ -10,9 +10,19 @@ public struct GatewayConfiguration: Sendable {
     /// The bearer token of administrative operations (global arguments,
     /// destructive operations on shared databases); nil disables them.
     public var adminToken: String?
+    /// The limits of the memory caches: capacity, caches per space, bytes in all.
+    public var memoryCaches: MemoryCaches.Limits
+    /// The largest capacity of a disk cache.
+    public var maximumDiskCacheCapacity: Int
+    /// The time cache expiry compares with.
+    public var clock: StorageClock
 
-    public init(adminToken: String? = nil) {
+    public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
+                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system) {
         self.adminToken = adminToken
+        self.memoryCaches = memoryCaches
+        self.maximumDiskCacheCapacity = maximumDiskCacheCapacity
+        self.clock = clock
     }
 }
 
@@ -41,6 +51,10 @@ public final class Gateway: HTTPResponder {
     let openAPIDocument: [UInt8]
     /// The key-value store, in the engine's files.
     let kv: KVStore
+    /// The LRU caches: in memory, and in tables of the engine's files.
+    let memoryCaches: MemoryCaches
+    let diskCaches: DiskCaches
+    var clock: StorageClock { configuration.clock }
 
     /// The header naming the caller's user (their own storage).
     public static let userHeader = "X-User-Id"
@@ -57,7 +71,10 @@ public final class Gateway: HTTPResponder {
         self.engine = engine
         self.events = events
         self.configuration = configuration
-        self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher)
+        self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock)
+        self.memoryCaches = MemoryCaches(limits: configuration.memoryCaches)
+        self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
+                                     maximumCapacity: configuration.maximumDiskCacheCapacity)
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion))
     }
@@ -123,6 +140,12 @@ public final class Gateway: HTTPResponder {
             return try moduleRoute(request, module: parts[1], rest: Array(parts.dropFirst(2)), encoding)
         case (_, "kv"):
             return try kvRoute(request, parts.dropFirst(), encoding)
+        case (_, "lru"):
+            return try cacheRoute(request, parts.dropFirst(), encoding)
+        case (_, "storage"):
+            return try storageAdminRoute(request, parts.dropFirst())
+        case (_, "storages") where parts.count == 1:
+            return try storagesRoute(request)
         case (_, "healthz") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
             return json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])

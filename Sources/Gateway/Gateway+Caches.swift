@@ -1,0 +1,316 @@
+import DAOEngine
+import DAOStorage
+import DAOValue
+import HTTPTransport
+
+/// The LRU caches over HTTP: `{kind}` is `memory` (APLRUMemoryCache, in the
+/// server's memory) or `disk` (APLRUDiskCache, a table of the space's
+/// database); `{space}` is `common` or `user`, in the storage `X-Storage` names.
+///
+/// | route | what |
+/// |---|---|
+/// | `GET /lru/{kind}/{space}` | the space's caches |
+/// | `PUT /lru/{kind}/{space}/{cache}` | create or resize: `{"capacity": N}` (disk: `"encrypted"`) |
+/// | `GET`, `DELETE /lru/{kind}/{space}/{cache}` | the cache's capacity and count; delete it |
+/// | `GET /lru/{kind}/{space}/{cache}/entries/{key}` | the value (touches recency) |
+/// | `PUT /lru/{kind}/{space}/{cache}/entries/{key}` | `{"value": V, "expire": timestamp}` |
+/// | `DELETE /lru/{kind}/{space}/{cache}/entries/{key}` | remove one |
+/// | `POST /lru/{kind}/{space}/{cache}/entries` | batch add: `{"entries": {"key": value, …}}` |
+/// | `DELETE /lru/{kind}/{space}/{cache}/entries` | remove all |
+/// | `POST /lru/{kind}/{space}/{cache}/remove` | `{"keys": […]}`, memory: `{"prefix"}`, `{"suffix"}`, `{"regex"}`; disk: `{"like"}` |
+/// | `GET /lru/memory/{space}/{cache}/exists/{key}` | whether a key is there, without touching recency |
+/// | `GET /lru/memory/{space}/{cache}/peek?count=N&from=head\|tail` | entries without touching recency |
+extension Gateway {
+    enum CacheKind: String {
+        case memory
+        case disk
+    }
+
+    func cacheRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        let parts = Array(parts)
+        guard parts.count >= 2, let kind = CacheKind(rawValue: parts[0]) else {
+            throw Problem(404, "not_found", "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
+        }
+        let location = try storageLocation(space: parts[1], request)
+        guard parts.count >= 3 else {
+            try allow(request, ["GET", "HEAD"])
+            return try storage { json(["caches": .array(try cacheList(kind, location))]) }
+        }
+        let name = parts[2]
+        let rest = parts.dropFirst(3)
+        switch rest.first {
+        case nil:
+            return try cacheItself(request, kind, name, location)
+        case "entries" where rest.count == 1:
+            try allow(request, ["POST", "DELETE"])
+            if request.method == "DELETE" {
+                return try storage { json(["removed": .integer(Int64(try removeAll(kind, name, location)))]) }
+            }
+            return try batchAdd(request, kind, name, location)
+        case "entries":
+            return try entry(request, kind, name, location, key: rest.dropFirst().joined(separator: "/"), encoding)
+        case "remove" where rest.count == 1:
+            try allow(request, ["POST"])
+            return try remove(request, kind, name, location)
+        case "exists" where kind == .memory && rest.count >= 2:
+            try allow(request, ["GET", "HEAD"])
+            let key = rest.dropFirst().joined(separator: "/")
+            return try storage {
+                try Names.checkKey(key)
+                return json(["exists": .bool(try memoryCaches.cache(name, in: location).exists(key, now: clock.now()))])
+            }
+        case "peek" where kind == .memory && rest.count == 1:
+            try allow(request, ["GET", "HEAD"])
+            return try peek(request, name, location, encoding)
+        default:
+            throw Problem(404, "not_found", "no cache route \(request.path.prefix(200)); see GET /openapi.json")
+        }
+    }
+
+    // MARK: Caches
+
+    private func cacheList(_ kind: CacheKind, _ location: StorageLocation) throws -> [Value] {
+        switch kind {
+        case .memory:
+            return memoryCaches.list(in: location).map {
+                ["name": .string($0.name), "capacity": .integer(Int64($0.capacity)), "count": .integer(Int64($0.count))]
+            }
+        case .disk:
+            return try diskCaches.list(in: location).map(Self.diskInfo)
+        }
+    }
+
+    private static func diskInfo(_ info: DiskCacheInfo) -> Value {
+        ["name": .string(info.name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
+         "encrypted": .bool(info.encrypted)]
+    }
+
+    private func cacheItself(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
+                             _ location: StorageLocation) throws(Problem) -> HTTPResponse {
+        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
+        switch request.method {
+        case "PUT":
+            let body = try bodyObject(request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted"],
+                                      example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false}"#)
+            guard case .integer(let capacity)? = body["capacity"], let size = Int(exactly: capacity) else {
+                throw Problem(400, "invalid_value", "capacity is a positive integer")
+            }
+            let encrypted = try flag(body["encrypted"], "encrypted")
+            return try storage {
+                switch kind {
+                case .memory:
+                    let (cache, created, evicted) = try memoryCaches.create(name, in: location, capacity: size)
+                    let info = cache.info
+                    return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
+                                 "created": .bool(created), "evicted": .integer(Int64(evicted))])
+                case .disk:
+                    let (info, created, evicted) = try diskCaches.create(name, in: location, capacity: size, encrypted: encrypted)
+                    guard case .object(var members) = Self.diskInfo(info) else { return json(.null) }
+                    members["created"] = .bool(created)
+                    members["evicted"] = .integer(Int64(evicted))
+                    return json(.object(members))
+                }
+            }
+        case "DELETE":
+            return try storage {
+                let deleted = switch kind {
+                case .memory: memoryCaches.delete(name, in: location)
+                case .disk: try diskCaches.delete(name, in: location)
+                }
+                return json(["deleted": .bool(deleted)])
+            }
+        default:
+            return try storage {
+                switch kind {
+                case .memory:
+                    try Names.checkCacheName(name)
+                    let info = try memoryCaches.cache(name, in: location).info
+                    return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count))])
+                case .disk:
+                    return json(Self.diskInfo(try diskCaches.info(name, in: location)))
+                }
+            }
+        }
+    }
+
+    // MARK: Entries
+
+    private func entry(_ request: HTTPRequest, _ kind: CacheKind, _ name: String, _ location: StorageLocation,
+                       key: String, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
+        switch request.method {
+        case "PUT":
+            let body = try bodyObject(request, allowed: ["value", "expire"], example: #"{"value": …, "expire": 1767225600}"#)
+            guard let value = body["value"] else { throw Problem(400, "invalid_body", "the body needs a value (null removes the key)") }
+            let expire = try expiry(body["expire"])
+            return try storage {
+                let evicted = switch kind {
+                case .memory:
+                    try memoryPut(name, location, key, value, expire)
+                case .disk:
+                    try diskCaches.set(name, in: location, key: key, value: value, expire: expire)
+                }
+                return json(["ok": true, "evicted": .integer(Int64(evicted))])
+            }
+        case "DELETE":
+            return try storage {
+                let removed = switch kind {
+                case .memory: try memoryCache(name, location, key: key).remove(key)
+                case .disk: try diskCaches.remove(name, in: location, key: key)
+                }
+                return json(["deleted": .bool(removed)])
+            }
+        default:
+            return try storage {
+                let value = switch kind {
+                case .memory: try memoryCache(name, location, key: key).get(key, now: clock.now())
+                case .disk: try diskCaches.get(name, in: location, key: key)
+                }
+                guard let value else { throw StorageError(.keyNotFound, "no entry under '\(key.prefix(200))' (or it expired)") }
+                var body = Array(#"{"value":"#.utf8)
+                body.reserveCapacity(64)
+                value.writeJSON(to: &body, options: encoding)
+                body.append(UInt8(ascii: "}"))
+                return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            }
+        }
+    }
+
+    /// The memory cache of a call on one key, the key checked.
+    private func memoryCache(_ name: String, _ location: StorageLocation, key: String) throws -> MemoryCache {
+        try Names.checkKey(key)
+        return try memoryCaches.cache(name, in: location)
+    }
+
+    private func memoryPut(_ name: String, _ location: StorageLocation, _ key: String, _ value: Value, _ expire: Double) throws -> Int {
+        try memoryCache(name, location, key: key).set(key, value, expire: expire, now: clock.now())
+    }
+
+    private func batchAdd(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
+                          _ location: StorageLocation) throws(Problem) -> HTTPResponse {
+        let body = try bodyObject(request, allowed: ["entries"], example: #"{"entries": {"key": value, …}}"#)
+        guard case .object(let members)? = body["entries"] else {
+            throw Problem(400, "invalid_body", "entries is an object of key → value")
+        }
+        let entries = members.map { (key: $0.key, value: $0.value) }
+        return try storage {
+            let evicted: Int
+            switch kind {
+            case .memory:
+                for entry in entries { try Names.checkKey(entry.key) }
+                evicted = try memoryCaches.cache(name, in: location).add(entries, now: clock.now())
+            case .disk:
+                evicted = try diskCaches.add(name, in: location, entries: entries)
+            }
+            return json(["added": .integer(Int64(entries.count)), "evicted": .integer(Int64(evicted))])
+        }
+    }
+
+    private func removeAll(_ kind: CacheKind, _ name: String, _ location: StorageLocation) throws -> Int {
+        switch kind {
+        case .memory: try memoryCaches.cache(name, in: location).removeAll()
+        case .disk: try diskCaches.removeAll(name, in: location)
+        }
+    }
+
+    private func remove(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
+                        _ location: StorageLocation) throws(Problem) -> HTTPResponse {
+        let ways = kind == .memory ? ["keys", "prefix", "suffix", "regex", "all"] : ["keys", "like", "escape", "all"]
+        let body = try bodyObject(request, allowed: ways, example: kind == .memory ? #"{"prefix": "news/"}"# : #"{"like": "news/%"}"#)
+        let chosen = body.keys.filter { $0 != "escape" }
+        guard chosen.count == 1, let way = chosen.first else {
+            throw Problem(400, "invalid_body", "name one way to remove: \(ways.filter { $0 != "escape" }.joined(separator: ", "))")
+        }
+        let argument = body[way]!
+        func text() throws(Problem) -> String {
+            guard case .string(let text) = argument else { throw Problem(400, "invalid_value", "\(way) is a string") }
+            return text
+        }
+        let removed: Int
+        switch way {
+        case "all":
+            guard argument == true else { throw Problem(400, "invalid_value", #"all is true ({"all": true})"#) }
+            removed = try storage { try removeAll(kind, name, location) }
+        case "keys":
+            guard case .array(let elements) = argument else { throw Problem(400, "invalid_value", "keys is an array of strings") }
+            var keys: [String] = []
+            for element in elements {
+                guard case .string(let key) = element else { throw Problem(400, "invalid_value", "keys is an array of strings") }
+                keys.append(key)
+            }
+            removed = try storage {
+                switch kind {
+                case .memory: return try memoryCaches.cache(name, in: location).remove(keys: keys)
+                case .disk: return try diskCaches.remove(name, in: location, keys: keys)
+                }
+            }
+        case "like":
+            let pattern = try text()
+            var escape: Unicode.Scalar?
+            if let given = body["escape"] {
+                guard case .string(let text) = given, text.unicodeScalars.count == 1 else {
+                    throw Problem(400, "invalid_value", "escape is one character")
+                }
+                escape = text.unicodeScalars.first
+            }
+            removed = try storage { try diskCaches.remove(name, in: location, like: pattern, escape: escape) }
+        default:
+            let text = try text()
+            removed = try storage {
+                let cache = try memoryCaches.cache(name, in: location)
+                switch way {
+                case "prefix": return cache.remove(prefix: text)
+                case "suffix": return cache.remove(suffix: text)
+                default: return cache.remove(matching: try PosixRegex(text))
+                }
+            }
+        }
+        return json(["removed": .integer(Int64(removed))])
+    }
+
+    private func peek(_ request: HTTPRequest, _ name: String, _ location: StorageLocation,
+                      _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+        var count = 10
+        if let text = request.queryValue("count") {
+            guard let number = Int(text), (1...10_000).contains(number) else {
+                throw Problem(400, "invalid_value", "count is an integer from 1 to 10000")
+            }
+            count = number
+        }
+        let fromHead: Bool
+        switch request.queryValue("from") ?? "head" {
+        case "head": fromHead = true
+        case "tail": fromHead = false
+        case let other: throw Problem(400, "invalid_value", "from is head or tail, not '\(other.prefix(20))'")
+        }
+        return try storage {
+            let entries = try memoryCaches.cache(name, in: location).peek(count, fromHead: fromHead, now: clock.now())
+            return json(["entries": .array(entries.map {
+                ["key": .string($0.key), "value": $0.value, "expire": .double($0.expire)]
+            })], encoding)
+        }
+    }
+
+    // MARK: Bodies
+
+    /// The body as an object with only `allowed` members.
+    private func bodyObject(_ request: HTTPRequest, allowed: [String], example: String) throws(Problem) -> OrderedObject {
+        guard case .object(let members) = try jsonBody(request) else {
+            throw Problem(400, "invalid_body", "the body is an object: \(example)")
+        }
+        if let extra = members.keys.first(where: { !allowed.contains($0) }) {
+            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has \(allowed.joined(separator: ", "))")
+        }
+        return members
+    }
+
+    /// An expiry timestamp: seconds since 1970, 0 (or none) for never.
+    private func expiry(_ value: Value?) throws(Problem) -> Double {
+        switch value {
+        case nil, .null?: return 0
+        case .integer(let seconds)? where seconds >= 0: return Double(seconds)
+        case .double(let seconds)? where seconds >= 0 && seconds.isFinite: return seconds
+        default: throw Problem(400, "invalid_value", "expire is a timestamp in seconds since 1970 (0 for never)")
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import DAOEngine
+import DAOStorage
+import DAOValue
+import HTTPTransport
+
+/// Cleanup and storages:
+///
+/// | route | what |
+/// |---|---|
+/// | `POST /storage/purge` | remove purgeable KV entries and expired cache entries; say what was freed |
+/// | `POST /storage/reset` | remove a storage's databases and memory caches |
+/// | `GET /storages` | the custom storages that have files (admin) |
+///
+/// Purge and reset work on the storage `X-Storage` names (the default one
+/// without it): with `X-User-Id` on that user's database only, which the
+/// caller may do to their own; without, on the whole storage, which needs
+/// the admin token.
+extension Gateway {
+    func storageAdminRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>) throws(Problem) -> HTTPResponse {
+        guard parts.count == 1 else { throw Problem(404, "not_found", "the storage routes are /storage/purge and /storage/reset") }
+        try allow(request, ["POST"])
+        let context = try context(request)
+        let user: UserID?
+        do {
+            user = try context.user.map(UserID.init)
+        } catch {
+            throw Problem(error)
+        }
+        if user == nil { try authorizeAdmin(request) }
+        switch parts[parts.startIndex] {
+        case "purge":
+            return json(try storage { try purge(storage: context.storage, user: user).value })
+        case "reset":
+            return try storage {
+                let report = try engine.resetStorage(context.storage, user: user)
+                let caches = memoryCaches.drop(storage: context.storage, user: user)
+                return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
+                             "memoryCaches": .integer(Int64(caches))])
+            }
+        default:
+            throw Problem(404, "not_found", "the storage routes are /storage/purge and /storage/reset")
+        }
+    }
+
+    func storagesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try allow(request, ["GET", "HEAD"])
+        try authorizeAdmin(request)
+        return json(["storages": .array(engine.customStorages().map(Value.string)),
+                     "currentVersion": .string(Engine.currentVersionStorage)])
+    }
+
+    /// What a purge freed, by layer.
+    struct PurgeReport {
+        var databases = 0
+        var kv = (entries: 0, bytes: 0)
+        var disk = (entries: 0, bytes: 0)
+        var memory = (entries: 0, bytes: 0)
+
+        var value: Value {
+            func counts(_ freed: (entries: Int, bytes: Int)) -> Value {
+                ["entries": .integer(Int64(freed.entries)), "bytes": .integer(Int64(freed.bytes))]
+            }
+            return ["databases": .integer(Int64(databases)), "kv": counts(kv), "diskCaches": counts(disk),
+                    "memoryCaches": counts(memory)]
+        }
+    }
+
+    /// Purges one user's database of a storage, or every database of it.
+    func purge(storage: String?, user: UserID?) throws -> PurgeReport {
+        var report = PurgeReport()
+        let locations = user.map { [StorageLocation.user($0, storage: storage)] } ?? engine.existingLocations(storage: storage)
+        for location in locations where user == nil || engine.exists(location) {
+            let kv = try self.kv.purge(in: location)
+            let disk = try diskCaches.purgeExpired(in: location)
+            report.databases += 1
+            report.kv.entries += kv.entries
+            report.kv.bytes += kv.bytes
+            report.disk.entries += disk.entries
+            report.disk.bytes += disk.bytes
+        }
+        report.memory = memoryCaches.purgeExpired(storage: storage, user: user, now: clock.now())
+        return report
+    }
+}

@@ -1,9 +1,11 @@
 import DAODialect
 import DAOEngine
+import DAOStorage
 import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import Synchronization
 import Testing
 
 /// A gateway over the example modules in a temporary data folder, called in-process.
@@ -17,14 +19,19 @@ final class GatewayFixture: Sendable {
             .deletingLastPathComponent().appendingPathComponent("modules").path
     }
 
-    init(adminToken: String? = GatewayFixture.adminToken) throws {
+    /// The time the gateway's caches see; tests move it.
+    let clock = TestClock()
+
+    init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init()) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         let (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
         #expect(errors.isEmpty)
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
                                 observer: nil)
-        gateway = try Gateway(engine: engine, events: EventLog(), configuration: GatewayConfiguration(adminToken: adminToken))
+        gateway = try Gateway(engine: engine, events: EventLog(),
+                              configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
+                                                                  clock: clock.storageClock))
     }
 
     deinit {
@@ -58,6 +65,16 @@ final class GatewayFixture: Sendable {
         if let table { headers.append((Gateway.tableHeader, table)) }
         return send("POST", path, body, headers: headers)
     }
+}
+
+/// A clock the test sets.
+final class TestClock: Sendable {
+    private let seconds = Mutex(1_700_000_000.0)
+    var now: Double {
+        get { seconds.withLock { $0 } }
+        set { seconds.withLock { $0 = newValue } }
+    }
+    var storageClock: StorageClock { StorageClock { [self] in now } }
 }
 
 @Suite struct GatewayTests {

@@ -63,6 +63,7 @@ let package = Package(
             dependencies: [
                 "DAODialect",
                 "DAOEngine",
+                "DAOStorage",
                 "DAOValue",
                 "Gateway",
                 "HTTPTransport",

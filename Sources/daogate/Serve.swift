@@ -1,6 +1,7 @@
 import ArgumentParser
 import DAODialect
 import DAOEngine
+import DAOStorage
 import DAOValue
 import Foundation
 import Gateway
@@ -52,6 +53,21 @@ struct Serve: ParsableCommand {
     @Option(help: "SQLite's synchronous setting: normal or full (DAOGATE_SYNCHRONOUS; default normal).")
     var synchronous: String?
 
+    @Option(help: "The deployment's version; when it changes, the current-version storage is reset (DAOGATE_DEPLOYMENT_VERSION; default daogate's version).")
+    var deploymentVersion: String?
+
+    @Option(help: "Bytes all memory caches may hold together (DAOGATE_MEMORY_CACHE_BYTES; default 268435456).")
+    var memoryCacheBytes: Int?
+
+    @Option(help: "The largest capacity of a memory cache, in entries (DAOGATE_MEMORY_CACHE_MAX_CAPACITY; default 100000).")
+    var memoryCacheMaxCapacity: Int?
+
+    @Option(help: "Memory caches one space (common, or a user's) may have (DAOGATE_MEMORY_CACHES_PER_SPACE; default 16).")
+    var memoryCachesPerSpace: Int?
+
+    @Option(help: "The largest capacity of a disk cache, in entries (DAOGATE_DISK_CACHE_MAX_CAPACITY; default 1000000).")
+    var diskCacheMaxCapacity: Int?
+
     @Option(help: "Seconds an idle connection stays open (DAOGATE_TIMEOUT; default 30).")
     var timeout: Int?
 
@@ -100,8 +116,18 @@ struct Serve: ParsableCommand {
         for (module, values) in try settings.globalArguments() {
             try engine.setGlobalArguments(values, module: module)
         }
+        do {
+            if try engine.prepareCurrentVersionStorage(version: settings.deploymentVersion) {
+                logger.notice("deployment version \(settings.deploymentVersion): the current-version storage was reset")
+            }
+        } catch {
+            printToStandardError("daogate: \(error)")
+            throw ExitCode(1)
+        }
         let gateway = try Gateway(engine: engine, events: events,
-                                  configuration: GatewayConfiguration(adminToken: try settings.adminToken()))
+                                  configuration: GatewayConfiguration(adminToken: try settings.adminToken(),
+                                                                      memoryCaches: settings.memoryCaches,
+                                                                      maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity))
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: settings.host, port: settings.port, threads: settings.threads,
@@ -142,6 +168,9 @@ struct Settings {
     var maximumOpenDatabases: Int
     var synchronous: Synchronous
     var timeout: Int
+    var deploymentVersion: String
+    var memoryCaches: MemoryCaches.Limits
+    var maximumDiskCacheCapacity: Int
     var logLevel: Logger.Level
     var accessLog: Bool
 
@@ -166,6 +195,12 @@ struct Settings {
         maximumBodySize = try number(options.maxBodySize, "DAOGATE_MAX_BODY_SIZE", 1 << 20, 1...(1 << 30))
         maximumOpenDatabases = try number(options.maxOpenDatabases, "DAOGATE_MAX_OPEN_DATABASES", 128, 1...100_000)
         timeout = try number(options.timeout, "DAOGATE_TIMEOUT", 30, 1...86_400)
+        deploymentVersion = value(options.deploymentVersion, "DAOGATE_DEPLOYMENT_VERSION") ?? daogateVersion
+        memoryCaches = MemoryCaches.Limits(
+            maximumCapacity: try number(options.memoryCacheMaxCapacity, "DAOGATE_MEMORY_CACHE_MAX_CAPACITY", 100_000, 1...100_000_000),
+            maximumCachesPerLocation: try number(options.memoryCachesPerSpace, "DAOGATE_MEMORY_CACHES_PER_SPACE", 16, 1...10_000),
+            budgetBytes: try number(options.memoryCacheBytes, "DAOGATE_MEMORY_CACHE_BYTES", 256 << 20, 0...(1 << 40)))
+        maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", 1_000_000, 1...1_000_000_000)
         switch value(options.synchronous, "DAOGATE_SYNCHRONOUS")?.lowercased() ?? "normal" {
         case "normal": synchronous = .normal
         case "full": synchronous = .full

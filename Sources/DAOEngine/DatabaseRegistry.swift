@@ -68,13 +68,24 @@ final class DatabaseRegistry: Sendable {
         return try body(database)
     }
 
+    /// The location's database, waiting (up to 5 s) while a reset of it runs.
     private func acquire(_ location: StorageLocation) throws(EngineError) -> OpenDatabase {
-        var opened = false
-        let result: Result<OpenDatabase, EngineError> = state.withLock { state in
-            if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
-            if state.fences.contains(where: { $0.contains(location) }) {
-                return .failure(EngineError(.busy, "the storage of this call is being reset; try again"))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            if let database = try acquireUnlessFenced(location) { return database }
+            guard ContinuousClock.now < deadline else {
+                throw EngineError(.busy, "the storage of this call is being reset; try again")
             }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+
+    /// The location's database; nil while a reset of it runs.
+    private func acquireUnlessFenced(_ location: StorageLocation) throws(EngineError) -> OpenDatabase? {
+        var opened = false
+        let result: Result<OpenDatabase?, EngineError> = state.withLock { state in
+            if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
+            if state.fences.contains(where: { $0.contains(location) }) { return .success(nil) }
             state.clock &+= 1
             if var entry = state.entries[location] {
                 entry.leases += 1

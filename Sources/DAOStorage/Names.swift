@@ -5,24 +5,26 @@ public enum Names {
     public static let maximumKeyLength = 1024
     public static let maximumCacheNameLength = 64
 
-    /// A KV business: 1 to 128 bytes of UTF-8, no `/` (it is one path
-    /// segment), no control characters.
+    /// A KV business: 1 to 128 characters (code points, as JSON Schema's
+    /// `maxLength` counts), no `/` (it is one path segment), no control characters.
     public static func checkBusiness(_ business: String) throws(StorageError) {
         let bytes = business.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumBusinessLength else {
-            throw StorageError(.invalidName, "a business is 1 to \(maximumBusinessLength) bytes, not \(bytes.count)")
+        let length = business.unicodeScalars.count
+        guard length >= 1, length <= maximumBusinessLength else {
+            throw StorageError(.invalidName, "a business is 1 to \(maximumBusinessLength) characters, not \(length)")
         }
         guard !bytes.contains(UInt8(ascii: "/")), !bytes.contains(where: isControl) else {
             throw StorageError(.invalidName, "a business has no '/' and no control characters")
         }
     }
 
-    /// A key of the KV store or a cache: 1 to 1024 bytes of UTF-8 without
-    /// control characters (`/` is allowed).
+    /// A key of the KV store or a cache: 1 to 1024 characters (code points)
+    /// without control characters (`/` is allowed).
     public static func checkKey(_ key: String) throws(StorageError) {
         let bytes = key.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumKeyLength else {
-            throw StorageError(.invalidName, "a key is 1 to \(maximumKeyLength) bytes, not \(bytes.count)")
+        let length = key.unicodeScalars.count
+        guard length >= 1, length <= maximumKeyLength else {
+            throw StorageError(.invalidName, "a key is 1 to \(maximumKeyLength) characters, not \(length)")
         }
         guard !bytes.contains(where: isControl) else {
             throw StorageError(.invalidName, "a key has no control characters")

@@ -37,6 +37,11 @@ extension Gateway {
             return try storage { json(["caches": .array(try cacheList(kind, location))]) }
         }
         let name = parts[2]
+        do {
+            try Names.checkCacheName(name)
+        } catch {
+            throw Problem(error)
+        }
         let rest = parts.dropFirst(3)
         switch rest.first {
         case nil:
@@ -123,7 +128,6 @@ extension Gateway {
             return try storage {
                 switch kind {
                 case .memory:
-                    try Names.checkCacheName(name)
                     let info = try memoryCaches.cache(name, in: location).info
                     return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count))])
                 case .disk:
@@ -236,6 +240,11 @@ extension Gateway {
             var keys: [String] = []
             for element in elements {
                 guard case .string(let key) = element else { throw Problem(400, "invalid_value", "keys is an array of strings") }
+                do {
+                    try Names.checkKey(key)
+                } catch {
+                    throw Problem(error)
+                }
                 keys.append(key)
             }
             removed = try storage {

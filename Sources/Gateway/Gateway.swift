@@ -125,7 +125,10 @@ public final class Gateway: HTTPResponder {
         if request.method == "POST", let (module, method) = Self.daoTarget(request.path) {
             return try call(request, module: module, method: method, encoding)
         }
-        let parts = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        // Split on the byte, not on Characters: "/" followed by a combining
+        // mark or an emoji modifier is one Character, and must still split.
+        let parts = request.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+            .map { String(Substring($0)) }
         switch (request.method, parts.first ?? "") {
         case (_, "dao") where parts.count == 3:
             try allow(request, ["POST"])

@@ -97,6 +97,14 @@ import Testing
         #expect(get("/kv/user/biz/k").json[member: "value"] == "before")
     }
 
+    @Test func pathsSplitOnEverySlashWhateverFollowsIt() {
+        // "/" then an emoji modifier or a combining mark is one Character in Swift.
+        for (business, key) in [("🏻", "k"), ("b", "\u{301}x"), ("é", "🏻/\u{301}")] {
+            #expect(put("/kv/user/\(business)/\(key)", #"{"value": 1}"#).status == 200, "\(business)/\(key)")
+            #expect(get("/kv/user/\(business)").json[member: "keys"]?.arrayValue?.first?[member: "key"] == .string(key))
+        }
+    }
+
     @Test func badNamesAndMethods() {
         #expect(put("/kv/user/biz/", #"{"value": 1}"#).code == "invalid_name")
         #expect(put("/kv/user/" + String(repeating: "b", count: 129) + "/k", #"{"value": 1}"#).code == "invalid_name")

@@ -108,14 +108,15 @@ extension DiskCaches {
     /// character; letters match either case for ASCII only (`a` matches `A`,
     /// `é` does not match `É`), as SQLite's `LIKE`. With `escape`, that
     /// character makes the next one literal (`escape: "\\"` and `a\%` match
-    /// the key `a%` only). The pattern is 1 to `maximumPatternLength` bytes.
+    /// the key `a%` only). The pattern is 1 to `maximumPatternLength`
+    /// characters (code points, as JSON Schema counts).
     /// - Returns: how many entries were deleted.
     @discardableResult
     public func remove(_ name: String, in location: StorageLocation, like pattern: String, escape: Unicode.Scalar? = nil) throws -> Int {
         let table = try DiskCacheTable(checking: name)
-        let length = pattern.utf8.count
+        let length = pattern.unicodeScalars.count
         guard length >= 1, length <= Self.maximumPatternLength else {
-            throw StorageError(.invalidValue, "a LIKE pattern is 1 to \(Self.maximumPatternLength) bytes, not \(length)")
+            throw StorageError(.invalidValue, "a LIKE pattern is 1 to \(Self.maximumPatternLength) characters, not \(length)")
         }
         return try update(location, table) { db, record in
             let removed: Int

@@ -33,8 +33,12 @@ public struct OpenAPIDescription {
                 builder.addMethod(method, of: module)
             }
         }
+        builder.addStorageComponents()
         builder.addTransaction()
         builder.addIntrospectionAndProxyOperations()
+        builder.addKeyValueOperations()
+        builder.addCacheOperations()
+        builder.addCleanupOperations()
         builder.addService()
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,
@@ -243,6 +247,7 @@ public struct OpenAPIDescription {
         (415, "The body is not application/json."),
         (500, "The module or its data failed the call; nothing was changed."),
         (503, "The database is busy, or the server is stopping."),
+        (507, "The memory the caches may use is spent."),
     ]
 
     mutating func addCommonComponents() {
@@ -280,7 +285,7 @@ public struct OpenAPIDescription {
             description: "A custom storage (APCustomStorage) instead of the module's own; empty means none."))
         components.parameters["Table"] = .init(OpenAPI.Parameter.header(
             name: "X-Table-Name", required: true, schema: Self.tableSchema,
-            description: "The table of this template module (not an SQL keyword, not starting with sqlite_, not TableVersions)."))
+            description: "The table of this template module (not an SQL keyword, not starting with sqlite_ or daogate_, not TableVersions)."))
         components.securitySchemes["admin"] = .init(OpenAPI.SecurityScheme(
             type: .http(scheme: "bearer", bearerFormat: nil), description: "The admin token the server was started with."))
     }

@@ -1,0 +1,269 @@
+import DAOEngine
+import DAOStorage
+import OpenAPIKit
+
+/// The key-value store, the LRU caches and cleanup. Each route of a space is
+/// described twice, once for `common` and once for `user`, so that
+/// `X-User-Id` is required exactly where it is (operation ids end in
+/// `Common` or `User`).
+extension OpenAPIDescription {
+    typealias Parameter = Either<OpenAPI.Reference<OpenAPI.Parameter>, OpenAPI.Parameter>
+
+    /// A business: no `/`, no control characters.
+    static let businessSchema = JSONSchema.string(minLength: 1, maxLength: Names.maximumBusinessLength,
+                                                  pattern: "^[^/\\u0000-\\u001F\\u007F]+$")
+    /// A key: no control characters (`/` is sent as `%2F`).
+    static let keySchema = JSONSchema.string(minLength: 1, maxLength: Names.maximumKeyLength, pattern: "^[^\\u0000-\\u001F\\u007F]+$")
+    /// A cache name: an identifier.
+    static let cacheNameSchema = JSONSchema.string(minLength: 1, maxLength: Names.maximumCacheNameLength,
+                                                   pattern: "^[A-Za-z_][A-Za-z0-9_]*$")
+
+    /// The parameters every storage route takes in a space: the user (required in `user`), the storage.
+    func spaceParameters(_ space: StorageSpace) -> [Parameter] {
+        [.reference(.component(named: space == .user ? "RequiredUser" : "SpaceUser")), .reference(.component(named: "Storage"))]
+    }
+
+    static func suffix(_ space: StorageSpace) -> String { space == .user ? "User" : "Common" }
+
+    static func spaceWords(_ space: StorageSpace) -> String {
+        space == .user ? "the caller's own database (X-User-Id)" : "the common database"
+    }
+
+    mutating func addStorageComponents() {
+        components.schemas["KVType"] = .string(
+            title: "KVType", description: "integer and longLong are 64-bit (read as each other); json is an object or array; binary is base64.",
+            allowedValues: KVType.allCases.map { .init($0.rawValue) })
+        components.schemas["KVEntry"] = .object(
+            title: "KVEntry",
+            properties: [
+                "type": .reference(.component(named: "KVType")),
+                "value": .fragment(description: "The value, of its type."),
+                "encrypted": .boolean(required: false), "purgeable": .boolean(required: false),
+                "updated": .number(format: .double, required: false, description: "When it was set, in seconds since 1970."),
+                "default": .boolean(required: false, description: "true when the key is absent and this is the default asked for."),
+            ],
+            additionalProperties: .init(false))
+        components.schemas["KVKey"] = .object(
+            title: "KVKey",
+            properties: ["key": .string, "type": .reference(.component(named: "KVType")), "encrypted": .boolean,
+                         "purgeable": .boolean, "updated": .number(format: .double)],
+            additionalProperties: .init(false))
+        components.schemas["MemoryCacheInfo"] = .object(
+            title: "MemoryCacheInfo",
+            properties: ["name": .string, "capacity": .integer(format: .int64), "count": .integer(format: .int64),
+                         "created": .boolean(required: false), "evicted": .integer(format: .int64, required: false)],
+            additionalProperties: .init(false))
+        components.schemas["DiskCacheInfo"] = .object(
+            title: "DiskCacheInfo",
+            properties: ["name": .string, "capacity": .integer(format: .int64), "count": .integer(format: .int64), "encrypted": .boolean,
+                         "created": .boolean(required: false), "evicted": .integer(format: .int64, required: false)],
+            additionalProperties: .init(false))
+        let freed = JSONSchema.object(properties: ["entries": .integer(format: .int64), "bytes": .integer(format: .int64)],
+                                      additionalProperties: .init(false))
+        components.schemas["PurgeReport"] = .object(
+            title: "PurgeReport",
+            properties: ["databases": .integer(format: .int64), "kv": freed, "diskCaches": freed, "memoryCaches": freed],
+            additionalProperties: .init(false))
+        components.parameters["SpaceUser"] = .init(OpenAPI.Parameter.header(
+            name: "X-User-Id", required: false, schema: Self.userSchema,
+            description: "The caller's user; the common space does not use it, but a user id sent must still be valid."))
+        components.parameters["OwnerUser"] = .init(OpenAPI.Parameter.header(
+            name: "X-User-Id", required: false, schema: Self.userSchema,
+            description: "Only this user's database, which the caller may clean up without the admin token; without it the whole storage, which needs it."))
+    }
+
+    mutating func addKeyValueOperations() {
+        let business = Parameter(OpenAPI.Parameter.path(name: "business", schema: Self.businessSchema))
+        let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema,
+                                                   description: "The key; a `/` in it is sent as %2F."))
+        let entry = JSONSchema.reference(.component(named: "KVEntry"))
+        for space in StorageSpace.allCases {
+            let suffix = Self.suffix(space), words = Self.spaceWords(space)
+            let parameters = spaceParameters(space)
+            paths[OpenAPI.Path(rawValue: "/kv/\(space.rawValue)/{business}/{key}")] = .init(OpenAPI.PathItem(
+                parameters: [business, key],
+                get: OpenAPI.Operation(
+                    tags: ["kv"], summary: "Read a value (\(space.rawValue))",
+                    description: "The entry under business and key in \(words). Absent: 404 key_not_found, or with `default` that value. `type` insists on the stored type (409 type_mismatch).",
+                    operationId: "kvGet\(suffix)",
+                    parameters: parameters + [
+                        .init(OpenAPI.Parameter.query(name: "type", required: false, schema: .reference(.component(named: "KVType")))),
+                        .init(OpenAPI.Parameter.query(name: "default", required: false, schema: .string,
+                                                      description: "JSON text (a string in quotes) answered, with `type` or its own, when the key is absent.")),
+                    ],
+                    responses: responses(entry, errors: [400, 404, 409, 500, 503])),
+                put: OpenAPI.Operation(
+                    tags: ["kv"], summary: "Set a value (\(space.rawValue))",
+                    description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
+                    operationId: "kvPut\(suffix)", parameters: parameters,
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                        properties: ["value": .fragment(description: "Not null; of the type."),
+                                     "type": .reference(.component(named: "KVType"), required: false),
+                                     "encrypted": .boolean(required: false, nullable: true),
+                                     "purgeable": .boolean(required: false, nullable: true)],
+                        additionalProperties: .init(false))))], required: true),
+                    responses: responses(entry, errors: [400, 413, 415, 500, 503])),
+                delete: OpenAPI.Operation(
+                    tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
+                    responses: responses(.object(properties: ["deleted": .boolean], additionalProperties: .init(false)), errors: [400, 500, 503]))))
+            paths[OpenAPI.Path(rawValue: "/kv/\(space.rawValue)/{business}")] = .init(OpenAPI.PathItem(
+                parameters: [business],
+                get: OpenAPI.Operation(
+                    tags: ["kv"], summary: "List a business's keys (\(space.rawValue))", operationId: "kvList\(suffix)",
+                    parameters: parameters + [.init(OpenAPI.Parameter.query(name: "prefix", required: false, schema: .string))],
+                    responses: responses(.object(properties: ["keys": .array(items: .reference(.component(named: "KVKey")))],
+                                                 additionalProperties: .init(false)), errors: [400, 500, 503])),
+                delete: OpenAPI.Operation(
+                    tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",
+                    parameters: parameters,
+                    responses: responses(.object(properties: ["deleted": .integer(format: .int64)], additionalProperties: .init(false)),
+                                         errors: [400, 500, 503]))))
+        }
+    }
+
+    mutating func addCacheOperations() {
+        let name = Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema))
+        let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema, description: "The key; a `/` in it is sent as %2F."))
+        let ok = JSONSchema.object(properties: ["ok": .boolean, "evicted": .integer(format: .int64)], additionalProperties: .init(false))
+        let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
+        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
+        let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
+        for kind in ["memory", "disk"] {
+            let isMemory = kind == "memory"
+            let tag = isMemory ? "memoryCache" : "diskCache"
+            let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
+            let what = isMemory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
+            for space in StorageSpace.allCases {
+                let suffix = Self.suffix(space), parameters = spaceParameters(space)
+                let base = "/lru/\(kind)/\(space.rawValue)"
+                paths[OpenAPI.Path(rawValue: base)] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+                    tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
+                    parameters: parameters,
+                    responses: responses(.object(properties: ["caches": .array(items: info)], additionalProperties: .init(false)),
+                                         errors: [400, 500, 503]))))
+                var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
+                if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}")] = .init(OpenAPI.PathItem(
+                    parameters: [name],
+                    get: OpenAPI.Operation(
+                        tags: [tag], summary: "A \(kind) cache's capacity and count (\(space.rawValue))", operationId: "\(tag)Info\(suffix)",
+                        parameters: parameters, responses: responses(info, errors: [400, 404, 500, 503])),
+                    put: OpenAPI.Operation(
+                        tags: [tag], summary: "Create or resize a \(kind) cache (\(space.rawValue))",
+                        description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
+                            + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
+                        operationId: "\(tag)Create\(suffix)", parameters: parameters,
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                            properties: createProperties, additionalProperties: .init(false))))], required: true),
+                        responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
+                    delete: OpenAPI.Operation(
+                        tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
+                        parameters: parameters, responses: responses(deleted, errors: [400, 500, 503]))))
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/entries/{key}")] = .init(OpenAPI.PathItem(
+                    parameters: [name, key],
+                    get: OpenAPI.Operation(
+                        tags: [tag], summary: "Read an entry (\(space.rawValue))",
+                        description: "The value; it becomes the most recently used. Absent or expired: 404 key_not_found\(isMemory ? "" : " (an expired entry is deleted)").",
+                        operationId: "\(tag)Get\(suffix)", parameters: parameters,
+                        responses: responses(valueResult, errors: [400, 404, 500, 503])),
+                    put: OpenAPI.Operation(
+                        tags: [tag], summary: "Set an entry (\(space.rawValue))",
+                        description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
+                        operationId: "\(tag)Set\(suffix)", parameters: parameters,
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                            properties: ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true,
+                                                                                 minimum: (0, exclusive: false))],
+                            additionalProperties: .init(false))))], required: true),
+                        responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                    delete: OpenAPI.Operation(
+                        tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
+                        parameters: parameters, responses: responses(deleted, errors: [400, 404, 500, 503]))))
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/entries")] = .init(OpenAPI.PathItem(
+                    parameters: [name],
+                    post: OpenAPI.Operation(
+                        tags: [tag], summary: "Add entries (\(space.rawValue))",
+                        description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
+                        operationId: "\(tag)Add\(suffix)", parameters: parameters,
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                            properties: ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
+                                                            additionalProperties: .init(true))],
+                            additionalProperties: .init(false))))], required: true),
+                        responses: responses(.object(properties: ["added": .integer(format: .int64), "evicted": .integer(format: .int64)],
+                                                     additionalProperties: .init(false)),
+                                             errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                    delete: OpenAPI.Operation(
+                        tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
+                        parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503]))))
+                let ways: [JSONSchema] = isMemory
+                    ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
+                       .object(properties: ["prefix": .string], additionalProperties: .init(false)),
+                       .object(properties: ["suffix": .string], additionalProperties: .init(false)),
+                       .object(properties: ["regex": .string(description: "A POSIX extended regular expression the whole key matches.", maxLength: 256)],
+                               additionalProperties: .init(false)),
+                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+                    : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
+                       .object(properties: ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
+                                            "escape": .string(required: false, minLength: 1, maxLength: 1)], additionalProperties: .init(false)),
+                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/remove")] = .init(OpenAPI.PathItem(
+                    parameters: [name],
+                    post: OpenAPI.Operation(
+                        tags: [tag], summary: "Remove entries (\(space.rawValue))",
+                        description: isMemory ? "By a set of keys, a prefix, a suffix, a regular expression, or all." : "By a set of keys, an SQL LIKE pattern, or all.",
+                        operationId: "\(tag)RemoveMatching\(suffix)", parameters: parameters,
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .one(of: ways)))], required: true),
+                        responses: responses(removed, errors: [400, 404, 413, 415, 500, 503]))))
+                guard isMemory else { continue }
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/exists/{key}")] = .init(OpenAPI.PathItem(
+                    parameters: [name, key],
+                    get: OpenAPI.Operation(
+                        tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
+                        description: "Without touching the order; an expired entry is not there.",
+                        operationId: "\(tag)Exists\(suffix)", parameters: parameters,
+                        responses: responses(.object(properties: ["exists": .boolean], additionalProperties: .init(false)),
+                                             errors: [400, 404, 500]))))
+                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/peek")] = .init(OpenAPI.PathItem(
+                    parameters: [name],
+                    get: OpenAPI.Operation(
+                        tags: [tag], summary: "Entries without touching the order (\(space.rawValue))",
+                        description: "Up to `count` live entries from the head (most recently used) or the tail.",
+                        operationId: "\(tag)Peek\(suffix)",
+                        parameters: parameters + [
+                            .init(OpenAPI.Parameter.query(name: "count", required: false,
+                                                          schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
+                            .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
+                        ],
+                        responses: responses(.object(properties: ["entries": .array(items: .object(
+                            properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
+                            additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [400, 404, 500]))))
+            }
+        }
+    }
+
+    mutating func addCleanupOperations() {
+        let owner = Parameter.reference(.component(named: "OwnerUser"))
+        let storage = Parameter.reference(.component(named: "Storage"))
+        let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
+        paths["/storage/purge"] = .init(OpenAPI.PathItem(post: OpenAPI.Operation(
+            tags: ["storage"], summary: "Purge a storage",
+            description: "Removes purgeable key-value entries and expired cache entries of the storage X-Storage names (the default one without it), and says what was freed.",
+            operationId: "purgeStorage", parameters: [owner, storage],
+            responses: responses(.reference(.component(named: "PurgeReport")), errors: [400, 401, 403, 500, 503]),
+            security: conditional)))
+        paths["/storage/reset"] = .init(OpenAPI.PathItem(post: OpenAPI.Operation(
+            tags: ["storage"], summary: "Reset a storage",
+            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay.",
+            operationId: "resetStorage", parameters: [owner, storage],
+            responses: responses(.object(properties: ["databases": .integer(format: .int64), "bytes": .integer(format: .int64),
+                                                      "memoryCaches": .integer(format: .int64)], additionalProperties: .init(false)),
+                                 errors: [400, 401, 403, 500, 503]),
+            security: conditional)))
+        paths["/storages"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+            tags: ["storage"], summary: "The custom storages",
+            description: "The custom storages that have files, and the name of the current-version storage (reset when the deployment's version changes).",
+            operationId: "listStorages",
+            responses: responses(.object(properties: ["storages": .array(items: .string), "currentVersion": .string],
+                                         additionalProperties: .init(false)), errors: [401, 403]),
+            security: [[.component(named: "admin"): []]])))
+    }
+}

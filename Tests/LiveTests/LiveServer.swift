@@ -17,13 +17,18 @@ final class LiveServer: @unchecked Sendable {
     var data: URL { folder.appendingPathComponent("data") }
     private(set) var port = 0
     private let output = Output()
+    /// Whether this server removes its folder when it goes; a restarted one takes it over.
+    private var ownsFolder = true
 
-    /// Starts the server and waits until `/healthz` answers.
-    init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules") throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let key = folder.appendingPathComponent("daogate.key")
-        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: key)
+    /// Starts the server and waits until `/healthz` answers; with `folder`,
+    /// on that folder's data and key (a restart).
+    init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules", folder: URL? = nil) throws {
+        self.folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
+        let key = self.folder.appendingPathComponent("daogate.key")
+        if folder == nil {
+            try FileManager.default.createDirectory(at: self.folder, withIntermediateDirectories: true)
+            try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: key)
+        }
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.currentDirectoryURL = Self.root
         process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0", "--key-file", key.path] + arguments
@@ -50,7 +55,14 @@ final class LiveServer: @unchecked Sendable {
 
     deinit {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
-        try? FileManager.default.removeItem(at: folder)
+        if ownsFolder { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    /// Stops this server and starts another on the same data and key.
+    func restarted(arguments: [String] = []) throws -> LiveServer {
+        #expect(stop() == 0)
+        ownsFolder = false
+        return try LiveServer(arguments: arguments, folder: folder)
     }
 
     /// What the server printed so far (standard output and error).

@@ -97,8 +97,12 @@ extension Gateway {
         case "PUT":
             let body = try bodyObject(request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted"],
                                       example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false}"#)
-            guard case .integer(let capacity)? = body["capacity"], let size = Int(exactly: capacity) else {
-                throw Problem(400, "invalid_value", "capacity is a positive integer")
+            // JSON Schema counts 10.0 as an integer, so daogate does too.
+            let size: Int
+            switch body["capacity"] {
+            case .integer(let capacity)?: size = Int(capacity)
+            case .double(let capacity)? where Int(exactly: capacity) != nil: size = Int(capacity)
+            default: throw Problem(400, "invalid_value", "capacity is a positive integer")
             }
             let encrypted = try flag(body["encrypted"], "encrypted")
             return try storage {

@@ -38,7 +38,7 @@ import Testing
         #expect(send("GET", "/lru/memory/user/feed/peek", query: [("count", "2"), ("from", "tail")]).json[member: "entries"]?
             .arrayValue?.compactMap { $0[member: "key"]?.stringValue } == ["c", "a"])
         #expect(send("GET", "/lru/memory/user/feed").text == #"{"name":"feed","capacity":3,"count":3}"#)
-        #expect(send("PUT", "/lru/memory/user/feed", #"{"capacity": 1}"#).json[member: "evicted"] == 2)
+        #expect(send("PUT", "/lru/memory/user/feed", #"{"capacity": 1.0}"#).json[member: "evicted"] == 2)
         #expect(order("feed") == ["d"])
         #expect(send("GET", "/lru/memory/user").text == #"{"caches":[{"name":"feed","capacity":1,"count":1}]}"#)
         #expect(send("DELETE", "/lru/memory/user/feed").text == #"{"deleted":true}"#)

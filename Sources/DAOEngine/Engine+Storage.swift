@@ -40,24 +40,6 @@ extension Engine {
         }
     }
 
-    /// The database of a space for a caller: the storage's common database,
-    /// or the caller's own (which needs their user id).
-    public func location(_ space: StorageSpace, context: CallContext) throws(EngineError) -> StorageLocation {
-        let storage = context.storage
-        if let storage, let problem = storageNameProblem(storage) {
-            throw EngineError(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
-        }
-        switch space {
-        case .common:
-            return .common(storage: storage)
-        case .user:
-            guard let user = context.user else {
-                throw EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)")
-            }
-            return .user(try UserID(user), storage: storage)
-        }
-    }
-
     /// The databases of a storage (the default one when nil) that exist on
     /// disk: its common database and every user's.
     public func existingLocations(storage: String?) -> [StorageLocation] {

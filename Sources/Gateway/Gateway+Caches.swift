@@ -53,7 +53,7 @@ extension Gateway {
             }
             return try batchAdd(request, kind, name, location)
         case "entries":
-            return try entry(request, kind, name, location, key: rest.dropFirst().joined(separator: "/"), encoding)
+            return try entry(request, kind, name, location, key: rest.count == 2 ? rest[rest.startIndex + 1] : rest.dropFirst().joined(separator: "/"), encoding)
         case "remove" where rest.count == 1:
             try allow(request, ["POST"])
             return try remove(request, kind, name, location)

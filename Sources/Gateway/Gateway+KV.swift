@@ -36,7 +36,7 @@ extension Gateway {
                 })], encoding)
             }
         }
-        let key = parts.dropFirst(2).joined(separator: "/")
+        let key = parts.count == 3 ? parts[parts.startIndex + 2] : parts.dropFirst(2).joined(separator: "/")
         try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
         switch request.method {
         case "GET", "HEAD":
@@ -120,15 +120,30 @@ extension Gateway {
     // MARK: Shared by the storage routes
 
     /// The database of `{space}` for the caller: `common`, or `user` (their own).
+    /// The headers are checked whenever sent, as for DAO calls; the user id once.
     func storageLocation(space: String, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
-        guard let space = StorageSpace(rawValue: space) else {
-            throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
+        let user = request.header(Self.userHeader)
+        let storage = nonEmpty(request.header(Self.storageHeader))
+        if let storage, let problem = storageNameProblem(storage) {
+            throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
-        let context = try context(request)
         do {
-            return try engine.location(space, context: context)
+            switch space {
+            case "common":
+                if let user { _ = try UserID(user) }
+                return .common(storage: storage)
+            case "user":
+                guard let user else {
+                    throw EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)")
+                }
+                return .user(try UserID(user), storage: storage)
+            default:
+                throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
+            }
+        } catch let problem as Problem {
+            throw problem
         } catch {
-            throw Problem(error)
+            throw Problem(storage: error)
         }
     }
 

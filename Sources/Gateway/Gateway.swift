@@ -16,13 +16,17 @@ public struct GatewayConfiguration: Sendable {
     public var maximumDiskCacheCapacity: Int
     /// The time cache expiry compares with.
     public var clock: StorageClock
+    /// Whether responses carry what the access log shows of the caller (a
+    /// digest of the user id); without an access log there is no need to compute it.
+    public var accessLog: Bool
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
-                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system) {
+                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true) {
         self.adminToken = adminToken
         self.memoryCaches = memoryCaches
         self.maximumDiskCacheCapacity = maximumDiskCacheCapacity
         self.clock = clock
+        self.accessLog = accessLog
     }
 }
 
@@ -103,7 +107,7 @@ public final class Gateway: HTTPResponder {
 
     /// Adds what the access log may show of the caller: a digest of the user, never the id.
     private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
-        guard let user = request.header(Self.userHeader) else { return response }
+        guard configuration.accessLog, let user = request.header(Self.userHeader) else { return response }
         var response = response
         response.logMetadata.append(("user", (try? UserID(user))?.description ?? "user#invalid"))
         return response
@@ -229,7 +233,7 @@ public final class Gateway: HTTPResponder {
     /// Whether a Content-Type is JSON in UTF-8: `application/json` or a `+json`
     /// type, with no charset or `charset=utf-8`, in any case.
     static func isJSON(_ contentType: String) -> Bool {
-        if contentType.utf8.elementsEqual("application/json".utf8) { return true }
+        if contentType == "application/json" { return true }
         let lowered = contentType.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
         let parameters = lowered.split(separator: UInt8(ascii: ";")).map { part in
             part.drop { $0 == 32 || $0 == 9 }.reversed().drop { $0 == 32 || $0 == 9 }.reversed()

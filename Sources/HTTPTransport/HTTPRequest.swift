@@ -40,6 +40,18 @@ public struct HTTPRequest: Sendable {
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
     // Names of other lengths, most of them, are told apart without reading a byte.
     guard a.utf8.count == b.utf8.count else { return false }
+    // Native strings: a loop over their bytes, without iterators (a hot path:
+    // several header lookups per request).
+    let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
+        b.utf8.withContiguousStorageIfAvailable { right in
+            for index in 0..<left.count where left[index] != right[index] {
+                let lower = left[index] | 0x20
+                guard lower == right[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+            }
+            return true
+        }
+    }
+    if let contiguous = contiguous ?? nil { return contiguous }
     var left = a.utf8.makeIterator()
     var right = b.utf8.makeIterator()
     while true {

@@ -6,6 +6,7 @@ import Foundation
 ///
 ///     daogate-bench render MODULES_DIR BENCH_MODULES_DIR
 ///     daogate-bench engine MODULES_DIR BENCH_MODULES_DIR
+///     daogate-bench gateway MODULES_DIR
 @main
 enum Bench {
     static func main() throws {
@@ -15,6 +16,9 @@ enum Bench {
             let folders = Array(arguments.dropFirst())
             guard folders.count == 2 else { usage() }
             try RenderBenchmark(modules: folders[0], benchModules: folders[1]).run()
+        case "gateway":
+            guard arguments.count == 2 else { usage() }
+            try GatewayBenchmark(modules: arguments[arguments.startIndex + 1]).run()
         case "engine":
             let folders = Array(arguments.dropFirst())
             guard folders.count == 2 else { usage() }
@@ -25,7 +29,7 @@ enum Bench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR\n".utf8))
+        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR | gateway MODULES_DIR\n".utf8))
         exit(2)
     }
 }

@@ -127,7 +127,8 @@ struct Serve: ParsableCommand {
         let gateway = try Gateway(engine: engine, events: events,
                                   configuration: GatewayConfiguration(adminToken: try settings.adminToken(),
                                                                       memoryCaches: settings.memoryCaches,
-                                                                      maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity))
+                                                                      maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
+                                                                      accessLog: settings.accessLog))
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: settings.host, port: settings.port, threads: settings.threads,

@@ -14,6 +14,17 @@ struct HTTPRequestTests {
         #expect(request.header("X-Tokens") == nil)
     }
 
+    @Test func onlyASCIILettersFoldCase() {
+        // Bytes 0x20 apart that are not letters ("@" and "`", "[" and "{", "0" and "\u{10}") stay distinct.
+        let request = HTTPRequest(method: "GET", path: "/", headers: [("X-@[0", "odd"), ("Ünï", "non-ASCII")])
+        #expect(request.header("x-@[0") == "odd")
+        #expect(request.header("X-`[0") == nil)
+        #expect(request.header("X-@{0") == nil)
+        #expect(request.header("X-@[\u{10}") == nil)
+        #expect(request.header("ünï") == nil)
+        #expect(request.header("Ünï") == "non-ASCII")
+    }
+
     @Test func queryLookupTakesTheFirstMatchExactly() {
         let request = HTTPRequest(method: "GET", path: "/", query: [("a", "1"), ("A", "2"), ("a", "3")])
         #expect(request.queryValue("a") == "1")

@@ -99,6 +99,8 @@ extension Gateway {
         }
     }
 
+    /// `{"type", "value", "encrypted", "purgeable"}`, or for a default `{"type", "value", "default": true}`;
+    /// when an entry was set shows in the listing of its business.
     static func kvResponse(_ entry: KVEntry, isDefault: Bool, _ encoding: JSONWriteOptions) -> HTTPResponse {
         var body: [UInt8] = []
         body.reserveCapacity(96)
@@ -110,9 +112,7 @@ extension Gateway {
             body.append(contentsOf: #","default":true}"#.utf8)
         } else {
             body.append(contentsOf: entry.encrypted ? #","encrypted":true"#.utf8 : #","encrypted":false"#.utf8)
-            body.append(contentsOf: entry.purgeable ? #","purgeable":true,"updated":"#.utf8 : #","purgeable":false,"updated":"#.utf8)
-            Value.double(entry.updated).writeJSON(to: &body)
-            body.append(UInt8(ascii: "}"))
+            body.append(contentsOf: entry.purgeable ? #","purgeable":true}"#.utf8 : #","purgeable":false}"#.utf8)
         }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
     }

@@ -35,7 +35,8 @@ import Testing
         let read = get("/kv/user/biz/key")
         #expect(read.status == 200)
         #expect(read.text.hasPrefix("{" + expected), "\(read.text)")
-        if case .double? = read.json[member: "updated"] {} else { Issue.record("no updated time: \(read.text)") }
+        let listed = get("/kv/user/biz").json[member: "keys"]?.arrayValue?.first
+        #expect(listed?[member: "updated"] == .double(fixture.clock.now), "\(read.text)")
     }
 
     @Test func anAbsentKeyIs404OrItsDefault() {

@@ -39,14 +39,13 @@ extension OpenAPIDescription {
                 "type": .reference(.component(named: "KVType")),
                 "value": .fragment(description: "The value, of its type."),
                 "encrypted": .boolean(required: false), "purgeable": .boolean(required: false),
-                "updated": .number(format: .double, required: false, description: "When it was set, in seconds since 1970."),
                 "default": .boolean(required: false, description: "true when the key is absent and this is the default asked for."),
             ],
             additionalProperties: .init(false))
         components.schemas["KVKey"] = .object(
             title: "KVKey",
             properties: ["key": .string, "type": .reference(.component(named: "KVType")), "encrypted": .boolean,
-                         "purgeable": .boolean, "updated": .number(format: .double)],
+                         "purgeable": .boolean, "updated": .number(format: .double, description: "When it was set, in seconds since 1970.")],
             additionalProperties: .init(false))
         components.schemas["MemoryCacheInfo"] = .object(
             title: "MemoryCacheInfo",

@@ -141,4 +141,27 @@ import Testing
         }
         #expect(at("paths", "/modules/{module}/table", "delete", "security") != nil)
     }
+
+    @Test func theStorageLayersAreDescribedPerSpace() throws {
+        for (path, method, id) in [("/kv/common/{business}/{key}", "get", "kvGetCommon"), ("/kv/user/{business}/{key}", "put", "kvPutUser"),
+                                   ("/kv/user/{business}", "get", "kvListUser"),
+                                   ("/lru/memory/user/{cache}/entries/{key}", "get", "memoryCacheGetUser"),
+                                   ("/lru/memory/common/{cache}/peek", "get", "memoryCachePeekCommon"),
+                                   ("/lru/disk/user/{cache}", "put", "diskCacheCreateUser"),
+                                   ("/lru/disk/common/{cache}/remove", "post", "diskCacheRemoveMatchingCommon"),
+                                   ("/storage/purge", "post", "purgeStorage"), ("/storage/reset", "post", "resetStorage"),
+                                   ("/storages", "get", "listStorages")] {
+            #expect(at("paths", path, method, "operationId")?.stringValue == id, "\(method) \(path)")
+        }
+        // X-User-Id is required in the user space only.
+        let user = at("paths", "/kv/user/{business}/{key}", "get", "parameters")?.arrayValue?.compactMap { $0[member: "$ref"]?.stringValue }
+        let common = at("paths", "/kv/common/{business}/{key}", "get", "parameters")?.arrayValue?.compactMap { $0[member: "$ref"]?.stringValue }
+        #expect(user?.contains("#/components/parameters/RequiredUser") == true)
+        #expect(common?.contains("#/components/parameters/RequiredUser") == false)
+        // Disk caches have no exists or peek; memory caches have no LIKE.
+        #expect(at("paths", "/lru/disk/user/{cache}/peek") == nil)
+        #expect(at("components", "schemas", "KVType", "enum")?.arrayValue?.count == 7)
+        #expect(at("components", "responses", "Problem507") != nil)
+        #expect(at("paths", "/lru/memory/user/{cache}/entries/{key}", "put", "responses", "507") != nil)
+    }
 }

@@ -19,7 +19,7 @@ import Testing
         let problems = Mutex<[String]>([])
 
         DispatchQueue.concurrentPerform(iterations: 6) { thread in
-            var random = DiskCacheSplitMix64(seed: UInt64(thread + 1))
+            var random = SplitMix64(seed: UInt64(thread + 1))
             let location = thread % 3 == 2 ? DiskCacheFixture.ann : DiskCacheFixture.common
             let name = thread % 3 == 2 ? "s" : "c"
             do {

@@ -132,21 +132,6 @@ func diskCacheEngineError(sourceLocation: SourceLocation = #_sourceLocation, _ b
     return nil
 }
 
-/// SplitMix64: a small seeded generator, so a failing random run can be replayed.
-struct DiskCacheSplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// The LRU cache the disk caches must behave as: entries in recency order,
 /// evicting down to capacity when the count passes capacity plus slack.
 struct DiskCacheModel {

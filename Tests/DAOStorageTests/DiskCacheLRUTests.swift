@@ -121,7 +121,7 @@ import Testing
         (UInt64(1), false), (2, false), (3, true), (42, false), (2026, true), (0xDEAD_BEEF, false),
     ])
     func randomOperationsBehaveAsTheReferenceModel(seed: UInt64, encrypted: Bool) throws {
-        var random = DiskCacheSplitMix64(seed: seed)
+        var random = SplitMix64(seed: seed)
         let capacity = [1, 2, 3, 7, 10, 25][Int(random.next() % 6)]
         let caches = try fixture.caches()
         try caches.create("m", in: here, capacity: capacity, encrypted: encrypted)

@@ -6,7 +6,6 @@ import Testing
 @testable import DAOStorage
 
 struct MemoryCacheConcurrencyTests {
-    typealias SplitMix64 = MemoryCacheSupport.SplitMix64
 
     static let threads = 8
 

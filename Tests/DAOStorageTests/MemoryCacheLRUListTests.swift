@@ -2,7 +2,6 @@ import Testing
 @testable import DAOStorage
 
 struct MemoryCacheLRUListTests {
-    typealias SplitMix64 = MemoryCacheSupport.SplitMix64
 
     static func keys<P>(_ list: LRUList<P>, fromHead: Bool) -> [String] {
         list.positions(fromHead: fromHead).map { list.key(at: $0) }

@@ -3,7 +3,8 @@ import DAOValue
 import Testing
 @testable import DAOStorage
 
-extension MemoryCacheSupport {
+/// What the memory cache tests share, in a namespace of their own.
+enum MemoryCacheSupport {
     /// The obviously correct LRU cache the real one is held to: an array of
     /// entries, most recent first, every operation a linear scan.
     struct ReferenceLRU {
@@ -116,7 +117,6 @@ extension MemoryCacheSupport {
 }
 
 struct MemoryCacheModelTests {
-    typealias SplitMix64 = MemoryCacheSupport.SplitMix64
     typealias ReferenceLRU = MemoryCacheSupport.ReferenceLRU
 
     /// Keys from a small space, so that operations meet the same keys often.

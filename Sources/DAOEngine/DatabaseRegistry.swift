@@ -36,10 +36,18 @@ final class DatabaseRegistry: Sendable {
     let capacity: Int
     let configuration: DatabaseConfiguration
 
-    private struct Entry {
+    /// A class, so that a release finds its entry without hashing the location
+    /// again; its fields change only under `state`'s lock.
+    private final class Entry: @unchecked Sendable {
         let database: OpenDatabase
         var leases: Int
         var lastUse: UInt64
+
+        init(database: OpenDatabase, leases: Int, lastUse: UInt64) {
+            self.database = database
+            self.leases = leases
+            self.lastUse = lastUse
+        }
     }
 
     private struct State {
@@ -63,57 +71,57 @@ final class DatabaseRegistry: Sendable {
 
     /// Runs `body` with the location's database open, opening it if needed.
     func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
-        let database = try acquire(location)
-        defer { release(location) }
-        return try body(database)
+        let entry = try acquire(location)
+        defer { release(entry) }
+        return try body(entry.database)
     }
 
     /// The location's database, waiting (up to 5 s) while a reset of it runs.
-    private func acquire(_ location: StorageLocation) throws(EngineError) -> OpenDatabase {
+    private func acquire(_ location: StorageLocation) throws(EngineError) -> Entry {
+        if let entry = try acquireUnlessFenced(location) { return entry }
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
-            if let database = try acquireUnlessFenced(location) { return database }
+            Thread.sleep(forTimeInterval: 0.002)
+            if let entry = try acquireUnlessFenced(location) { return entry }
             guard ContinuousClock.now < deadline else {
                 throw EngineError(.busy, "the storage of this call is being reset; try again")
             }
-            Thread.sleep(forTimeInterval: 0.002)
         }
     }
 
     /// The location's database; nil while a reset of it runs.
-    private func acquireUnlessFenced(_ location: StorageLocation) throws(EngineError) -> OpenDatabase? {
+    private func acquireUnlessFenced(_ location: StorageLocation) throws(EngineError) -> Entry? {
         var opened = false
-        let result: Result<OpenDatabase?, EngineError> = state.withLock { state in
+        let result: Result<Entry?, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
-            if state.fences.contains(where: { $0.contains(location) }) { return .success(nil) }
+            if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(nil) }
             state.clock &+= 1
-            if var entry = state.entries[location] {
+            if let entry = state.entries[location] {
                 entry.leases += 1
                 entry.lastUse = state.clock
-                state.entries[location] = entry
-                return .success(entry.database)
+                return .success(entry)
             }
             // Opened under the lock, so that one file never gets two pools (two writers).
             do throws(SQLiteError) {
                 let pool = try DatabasePool(path: path(of: location), configuration: configuration)
-                let database = OpenDatabase(location: location, pool: pool)
-                state.entries[location] = Entry(database: database, leases: 1, lastUse: state.clock)
+                let entry = Entry(database: OpenDatabase(location: location, pool: pool), leases: 1, lastUse: state.clock)
+                state.entries[location] = entry
                 opened = true
-                return .success(database)
+                return .success(entry)
             } catch {
                 return .failure(EngineError(.storageFailed, "cannot open the database (\(location)): \(error.message)", sqlite: error))
             }
         }
-        let database = try result.get()
+        let entry = try result.get()
         if opened { trim() }
-        return database
+        return entry
     }
 
-    private func release(_ location: StorageLocation) {
+    private func release(_ entry: Entry) {
         let crowded = state.withLock { state in
             state.clock &+= 1
-            state.entries[location]?.leases -= 1
-            state.entries[location]?.lastUse = state.clock
+            entry.leases -= 1
+            entry.lastUse = state.clock
             return state.entries.count > capacity
         }
         // Databases that were busy when others opened may be closed now.

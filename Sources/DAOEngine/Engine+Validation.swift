@@ -71,15 +71,34 @@ struct ArgumentChecks: Sendable {
                               argument: path)
         }
         guard let shape = check.shape else { return nil }
-        return try self.check(value, shape, path: path, method: method)
+        var trail = Trail(argument: path)
+        return try self.check(value, shape, trail: &trail, method: method)
+    }
+
+    /// Where in an argument a check is: its name, then properties and indices.
+    /// A stack, spelled out only for an error, so that checking a large
+    /// array allocates nothing per element.
+    private struct Trail {
+        enum Step { case property(String), index(Int) }
+        let argument: String
+        var steps: [Step] = []
+
+        var text: String {
+            steps.reduce(into: argument) { text, step in
+                switch step {
+                case .property(let name): text += "." + name
+                case .index(let index): text += "[\(index)]"
+                }
+            }
+        }
     }
 
     /// Checks one value; returns a replacement when its form changes.
-    private func check(_ value: Value, _ shape: JSONShape, path: @autoclosure () -> String,
+    private func check(_ value: Value, _ shape: JSONShape, trail: inout Trail,
                        method: Method) throws(RenderError) -> Value? {
         func mismatch(_ expected: String) -> RenderError {
             RenderError(code: .wrongType, method: method.qualifiedName,
-                        message: "argument '\(path())' must be \(expected), not \(value.kindPhrase)", argument: path())
+                        message: "argument '\(trail.text)' must be \(expected), not \(value.kindPhrase)", argument: trail.text)
         }
         switch (shape, value) {
         case (_, .null), (.any, _), (.number, .integer), (.number, .double), (.string, .string), (.boolean, .bool),
@@ -88,19 +107,21 @@ struct ArgumentChecks: Sendable {
         case (.integer(let bits), .integer(let integer)):
             if bits == 32 && !(Int64(Int32.min)...Int64(Int32.max) ~= integer) {
                 throw RenderError(code: .wrongType, method: method.qualifiedName,
-                                  message: "argument '\(path())' is a 32-bit integer, and \(integer) is outside its range", argument: path())
+                                  message: "argument '\(trail.text)' is a 32-bit integer, and \(integer) is outside its range", argument: trail.text)
             }
             return nil
         case (.integer, .double(let double)):
             guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
-            return try check(.integer(integer), shape, path: path(), method: method) ?? .integer(integer)
+            return try check(.integer(integer), shape, trail: &trail, method: method) ?? .integer(integer)
         case (.binary, .string(let text)) where Base64.decode(text) != nil:
             return nil
         case (.object(let properties, _), .object(var members)):
             var changed = false
             for property in properties {
-                if let member = members[property.name],
-                   let replacement = try check(member, property.shape, path: "\(path()).\(property.name)", method: method) {
+                guard let member = members[property.name] else { continue }
+                trail.steps.append(.property(property.name))
+                defer { trail.steps.removeLast() }
+                if let replacement = try check(member, property.shape, trail: &trail, method: method) {
                     members[property.name] = replacement
                     changed = true
                 }
@@ -109,7 +130,9 @@ struct ArgumentChecks: Sendable {
         case (.array(let element), .array(var elements)):
             var changed = false
             for index in elements.indices {
-                if let replacement = try check(elements[index], element, path: "\(path())[\(index)]", method: method) {
+                trail.steps.append(.index(index))
+                defer { trail.steps.removeLast() }
+                if let replacement = try check(elements[index], element, trail: &trail, method: method) {
                     elements[index] = replacement
                     changed = true
                 }

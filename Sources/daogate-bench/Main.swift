@@ -45,8 +45,10 @@ func measure(rounds: Int = 7, iterations: Int, _ body: () throws -> Void) rethro
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         rates.append(Double(iterations) / seconds)
     }
-    return rates.sorted()[rates.count / 2]
+    return median(rates)
 }
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 /// Keeps the optimizer from dropping a result.
 @inline(never) func consume<T>(_ value: T) { withExtendedLifetime(value) {} }

@@ -469,6 +469,7 @@ private let createTable = """
               <if true="ids != nil"><foreach item="id" collection="ids" open="(" separator="," close=")">#{id}</foreach></if>
             </select>
             <insert id="add" arguments="$row:Row">insert into ${T} (title, year) values (#{row.title}, #{row.year})</insert>
+            <insert id="addAll" arguments="$rows" foreach="rows.row">insert into ${T} (title, year) values (#{row.title}, #{row.year})</insert>
             </module>
             """)
         let empty = engine.failure("M", "byIds", #"{"ids": []}"#)
@@ -483,6 +484,10 @@ private let createTable = """
         let wrong = engine.failure("M", "add", #"{"row": {"title": "T", "year": {}}}"#)
         #expect(wrong?.isCallersFault == true)
         #expect(wrong?.message == "argument 'row.year' must be an integer, not an object")
+        // Deep in an array of objects, the error names the element and the property.
+        let deep = engine.failure("M", "addAll", #"{"rows": [{"title": "A", "year": 1}, {"title": "B", "year": 2.5}]}"#)
+        #expect(deep?.message == "argument 'rows[1].year' must be an integer, not a number")
+        #expect(try engine.value("M", "byIds", #"{"ids": [1, 2]}"#) == [])
         #expect(try engine.write("M", "add", #"{"row": {"title": "T", "year": 1999.0}}"#).changes == 1)
         #expect(try engine.value("M", "byIds", #"{"ids": [1]}"#) == [["id": 1, "title": "T", "year": 1999, "price": nil,
                                                                         "cover": nil, "flag": nil, "created": nil, "amount": nil, "note": nil]])

@@ -42,6 +42,8 @@ public final class DatabasePool: @unchecked Sendable {
     /// How long a reader may keep one snapshot when nothing is written (so
     /// that writes from another process are seen soon).
     static let maximumSnapshotAge = Duration.milliseconds(100)
+    private static let maximumSnapshotMilliseconds = UInt64(maximumSnapshotAge.components.seconds * 1000
+        + maximumSnapshotAge.components.attoseconds / 1_000_000_000_000_000)
     private let readers = Mutex(ReaderState())
     /// One permit per reader the pool may have checked out: `read` waits here when all are busy.
     private let readerPermits: DispatchSemaphore
@@ -142,7 +144,7 @@ public final class DatabasePool: @unchecked Sendable {
         let reader = try checkOutReader()
         defer { checkIn(reader) }
         let generation = writeGeneration.load(ordering: .acquiring)
-        if let snapshot = reader.snapshot, snapshot.generation != generation || snapshot.began.duration(to: .now) > Self.maximumSnapshotAge {
+        if let snapshot = reader.snapshot, snapshot.generation != generation || coarseMilliseconds() &- snapshot.began > Self.maximumSnapshotMilliseconds {
             reader.endSnapshot()
         }
         if reader.snapshot == nil { reader.beginSnapshot(generation: generation) }
@@ -245,8 +247,9 @@ public final class DatabasePool: @unchecked Sendable {
 /// thread at a time, which makes the hand-over safe.
 private final class PooledConnection: @unchecked Sendable {
     let database: Database
-    /// A reader's open read transaction: the write count when it began, and when.
-    var snapshot: (generation: UInt64, began: ContinuousClock.Instant)?
+    /// A reader's open read transaction: the write count when it began, and
+    /// when (`coarseMilliseconds()`).
+    var snapshot: (generation: UInt64, began: UInt64)?
 
     init(database: Database) {
         self.database = database
@@ -255,7 +258,7 @@ private final class PooledConnection: @unchecked Sendable {
     /// Opens a read transaction; SQLite takes the snapshot at its first read.
     func beginSnapshot(generation: UInt64) {
         guard (try? database.execute("BEGIN DEFERRED")) != nil else { return }
-        snapshot = (generation, .now)
+        snapshot = (generation, coarseMilliseconds())
     }
 
     func endSnapshot() {
@@ -265,6 +268,15 @@ private final class PooledConnection: @unchecked Sendable {
         if database.isInTransaction { try? database.execute("COMMIT") }
         if database.isInTransaction { try? database.execute("ROLLBACK") }
     }
+}
+
+/// A monotonic clock in milliseconds, from the kernel's coarse clock: a few
+/// milliseconds of resolution, at a fraction of the cost of the precise one
+/// (it is read on every read, to bound a snapshot's age).
+private func coarseMilliseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+    return UInt64(now.tv_sec) &* 1000 &+ UInt64(now.tv_nsec) / 1_000_000
 }
 
 /// The calling thread's identity, to detect re-entrant writes.

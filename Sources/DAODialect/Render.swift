@@ -273,10 +273,12 @@ struct RenderContext {
                           argument: foreach.collection.description)
         }
         guard !elements.isEmpty else { return }
-        buffer.append(raw: foreach.open.utf8)
+        buffer.append(markup: foreach.open)
+        let outerItemStart = buffer.itemStart
+        defer { buffer.itemStart = outerItemStart }
         for (index, element) in elements.enumerated() {
             if stopped || quit { break }
-            if index > 0 { buffer.append(raw: foreach.separator.utf8) }
+            if index > 0 { buffer.append(markup: foreach.separator) }
             frame.locals[foreach.itemSlot] = element
             if sources != nil, let method = describedMethod {
                 var collection = source(of: foreach.collection, method: method)
@@ -284,26 +286,23 @@ struct RenderContext {
                 itemSources[foreach.itemSlot] = collection
             }
             let start = buffer.count
+            buffer.itemStart = start
             try render(foreach.body)
-            trimSpaces(from: start)
+            buffer.itemStart = outerItemStart
+            buffer.trimTrailingSpaces(after: start)
         }
-        buffer.append(raw: foreach.close.utf8)
-    }
-
-    /// Removes the spaces at both ends of the buffer's tail from `start`.
-    mutating func trimSpaces(from start: Int) {
-        while buffer.count > start && buffer.bytes.last == UInt8(ascii: " ") { buffer.bytes.removeLast() }
-        if buffer.count > start && buffer.bytes[start] == UInt8(ascii: " ") { buffer.bytes.remove(at: start) }
+        buffer.append(markup: foreach.close)
     }
 
     mutating func render(_ trim: TrimNode) throws(RenderError) {
         let start = buffer.count
         try render(trim.body)
         if quit { return }
-        trimSpaces(from: start)
+        buffer.trimTrailingSpaces(after: start)
         var body = Array(buffer.bytes[start...])
         buffer.bytes.removeSubrange(start...)
         rawRunStart = nil
+        while body.first == UInt8(ascii: " ") { body.removeFirst() }
         removePrefix(trim.prefixOverrides, from: &body)
         removeSuffix(trim.suffixOverrides, from: &body)
         guard !body.isEmpty else {
@@ -316,13 +315,13 @@ struct RenderContext {
         }
         buffer.appendSeparator()
         if !trim.prefix.isEmpty {
-            buffer.append(raw: trim.prefix.utf8)
+            buffer.append(markup: trim.prefix)
             buffer.append(raw: [UInt8(ascii: " ")])
         }
         buffer.append(raw: body)
         if !trim.suffix.isEmpty {
             buffer.append(raw: [UInt8(ascii: " ")])
-            buffer.append(raw: trim.suffix.utf8)
+            buffer.append(markup: trim.suffix)
         }
         buffer.append(raw: [UInt8(ascii: " ")])
     }

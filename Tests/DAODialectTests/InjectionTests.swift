@@ -102,6 +102,31 @@ import Testing
         #expect(error?.message.contains("joins the raw text before it") == true)
     }
 
+    @Test func rawValuesInForeachItemsAreCheckedTogetherWhereTheyJoin() throws {
+        let loaded = try fixture.load(module(#"""
+            <select id="s" arguments="cols">select * from t order by <foreach collection="cols" item="c" separator=""> @{c no ""} </foreach></select>
+            """#))
+        // The items' spaces are the module's layout: the values join, as @{a no ""}@{b no ""} does.
+        #expect(try loaded.render("s", #"{"cols": ["a", "b", "c"]}"#) == [SQL("select * from t order by abc")])
+        let error = loaded.renderError("s", #"{"cols": ["SEL", "ECT"]}"#)
+        #expect(error?.code == .unsafeInline)
+        #expect(error?.message.contains("joins the raw text before it") == true)
+        let spaced = try fixture.load(module(#"""
+            <select id="s" arguments="cols">select * from t order by <foreach collection="cols" item="c" separator=", "> @{c no ""} </foreach></select>
+            """#))
+        #expect(spaced.renderError("s", #"{"cols": ["a", "b; drop table t"]}"#)?.code == .unsafeInline)
+        #expect(try spaced.render("s", #"{"cols": ["a", "b"]}"#) == [SQL("select * from t order by a, b")])
+    }
+
+    @Test func aNegativeNumberAfterAMinusSeparatorDoesNotStartAComment() throws {
+        let loaded = try fixture.load(module(#"""
+            <select id="s" arguments="ns">select <foreach collection="ns" item="n" separator="-">@{n}</foreach> as v</select>
+            """#))
+        let statements = try loaded.render("s", #"{"ns": [1, -5]}"#)
+        #expect(statements == [SQL("select 1- -5 as v")])
+        #expect(try run(statements[0]) == ["6"])
+    }
+
     @Test func aNegativeNumberAfterAMinusDoesNotStartAComment() throws {
         let loaded = try fixture.load(module("<select id=\"s\" arguments=\"n\">select 10-@{n} as v</select>"))
         let statements = try loaded.render("s", "[-5]")

@@ -207,7 +207,8 @@ struct ModuleParser {
         }
         upgrades.sort { $0.toVersion < $1.toVersion }
 
-        if let initializer = root.attribute("initializer")?.trimmingCharacters(in: .whitespaces), !initializer.isEmpty {
+        let initializer = (root.attribute("initializer")?.trimmingCharacters(in: .whitespaces)).flatMap { $0.isEmpty ? nil : $0 }
+        if let initializer {
             if let index = methodIndex[initializer] {
                 let method = methods[index]
                 if method.kind == .select {
@@ -219,7 +220,7 @@ struct ModuleParser {
                 if method.foreach != nil {
                     error(method.line, "the initializer '\(initializer)' runs without arguments, so it cannot have a foreach")
                 }
-            } else if !declarations.methodElements.contains(where: { $0.element.attribute("id") == initializer }) {
+            } else if !declarations.methodElements.contains(where: { $0.element.attribute("id")?.trimmingCharacters(in: .whitespaces) == initializer }) {
                 error(line, "initializer '\(initializer)' is not a method of this module")
             }
         }
@@ -227,7 +228,7 @@ struct ModuleParser {
         return Module(
             name: name, file: file, line: line, tableName: tableName, version: version,
             resetOnUpgrade: resetOnUpgrade, upgradeMinVersion: upgradeMinVersion,
-            initializer: root.attribute("initializer").flatMap { $0.isEmpty ? nil : $0 },
+            initializer: initializer,
             userDependent: userDependent, storage: storage, database: database, globals: globals,
             methods: methods, maps: declarations.maps, upgrades: upgrades,
             encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex)

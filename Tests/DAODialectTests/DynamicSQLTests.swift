@@ -186,6 +186,13 @@ import Testing
         #expect(loaded.method(named: "conditional")?.isPrecomputed == false)
     }
 
+    @Test func anInitializerNamedWithSpacesIsTheMethodItNames() throws {
+        let loaded = try fixture.load(module(#"<update id=" create ">create table t (a)</update>"#,
+                                             attributes: #"name="m" tableName="t" initializer=" create " version="1""#))
+        #expect(loaded.initializer == "create")
+        #expect(loaded.method(named: loaded.initializer ?? "") != nil)
+    }
+
     @Test func templateModuleTakesItsTablePerCall() throws {
         let loaded = try fixture.load(module("""
             <update id="createTable">create table if not exists ${T} (id integer)</update>

@@ -64,11 +64,6 @@ public final class Module: Sendable {
     }
 
     let methodIndex: [String: Int]
-
-    /// Every property name some `crypt` declares, whatever the class.
-    public var anyEncryptedProperties: Set<String> {
-        encryptedProperties.values.reduce(into: Set()) { $0.formUnion($1) }
-    }
 }
 
 /// A module version, `x.x`, compared numerically per component (so 1.10 > 1.9).

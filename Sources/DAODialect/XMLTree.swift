@@ -16,10 +16,6 @@ struct XMLElement: Sendable {
     func attribute(_ name: String) -> String? {
         attributes.first { $0.name == name }?.value
     }
-
-    var childElements: [XMLElement] {
-        children.compactMap { if case .element(let element) = $0 { element } else { nil } }
-    }
 }
 
 enum XMLNode: Sendable {

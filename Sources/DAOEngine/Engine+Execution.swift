@@ -13,6 +13,11 @@ extension Target {
     var origin: Origin { Origin(module: module, name: method.qualifiedName) }
 }
 
+extension ResultType {
+    /// A select's result when it reads no rows: null, or an empty array.
+    var noRows: Value { isArray ? .array([]) : .null }
+}
+
 extension Engine {
     // MARK: Selects
 
@@ -34,12 +39,12 @@ extension Engine {
     }
 
     private func select(_ run: RenderedRun, _ type: ResultType, _ origin: Origin, on db: Database) throws(EngineError) -> Value {
-        guard let statement = run.statements.last else { return type.isArray ? .array([]) : .null }
+        guard let statement = run.statements.last else { return type.noRows }
         guard let except = run.except else { return try query(statement, type, origin, on: db) }
         do {
             return try query(statement, type, origin, on: db)
         } catch let tried {
-            guard let alternative = except.last else { return type.isArray ? .array([]) : .null }
+            guard let alternative = except.last else { return type.noRows }
             do {
                 return try query(alternative, type, origin, on: db)
             } catch {
@@ -59,15 +64,7 @@ extension Engine {
 
     /// `body` inside one read transaction: every statement sees the same snapshot.
     private func snapshot(_ db: Database, _ body: () throws(EngineError) -> Void) throws(EngineError) {
-        do {
-            try db.inTransaction(.deferred) { try body() }
-        } catch let error as EngineError {
-            throw error
-        } catch let error as SQLiteError {
-            throw EngineError(error, method: nil, line: nil, file: nil)
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try db.inTransaction(.deferred) { try body() } }
     }
 
     // MARK: Writes

@@ -46,8 +46,7 @@ extension Engine {
         return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in
                 guard try tableExists("TableVersions", on: db) else { return nil }
-                let text = try queryText("select version from TableVersions where tableName = ?", [.string(table)], on: db)
-                return text.flatMap(Version.init)
+                return try recordedVersion(of: table, on: db)
             }
         }
     }

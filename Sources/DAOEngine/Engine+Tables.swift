@@ -118,8 +118,12 @@ extension Engine {
 
     func storedVersion(of table: String, on db: Database) throws(EngineError) -> Version? {
         try run(tableVersionsSchema, on: db)
-        let text = try queryText("select version from TableVersions where tableName = ?", [.string(table)], on: db)
-        return text.flatMap(Version.init)
+        return try recordedVersion(of: table, on: db)
+    }
+
+    /// The version `TableVersions` (which must exist) records for a table.
+    func recordedVersion(of table: String, on db: Database) throws(EngineError) -> Version? {
+        try queryText("select version from TableVersions where tableName = ?", [.string(table)], on: db).flatMap(Version.init)
     }
 
     private func setVersion(_ module: Module, _ table: String, on db: Database) throws(EngineError) {

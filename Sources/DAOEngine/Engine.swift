@@ -62,7 +62,7 @@ public final class Engine: Sendable {
     /// reference's `globalArguments`); only names the module declares in
     /// `globals` are visible.
     public func setGlobalArguments(_ arguments: [String: Value], module: String) throws(EngineError) {
-        guard modules[module] != nil else { throw EngineError(.unknownModule, "no module is named '\(module)'") }
+        _ = try self.module(module)
         globalArguments.withLock { $0[module] = arguments }
     }
 
@@ -139,9 +139,7 @@ struct Target {
 extension Engine {
     /// Resolves a module and method by name, with no database involved.
     public func method(_ module: String, _ method: String) throws(EngineError) -> (Module, Method) {
-        guard let found = modules[module] else {
-            throw EngineError(.unknownModule, "no module is named '\(module)'")
-        }
+        let found = try self.module(module)
         guard let method = found.method(named: method) else {
             throw EngineError(.unknownMethod, "module \(module) has no method '\(method)'")
         }
@@ -186,12 +184,16 @@ extension Engine {
                       table: try tableName(of: module, requested: call.table))
     }
 
+    /// A call's arguments, checked, in the slots its method renders from.
+    private func frame(of call: Call, _ target: Target) throws(RenderError) -> Frame {
+        let arguments = try argumentChecks.checked(call.arguments, of: target.method)
+        return try target.method.frame(arguments: arguments, globals: globals(of: target.module))
+    }
+
     /// Renders a call: nothing runs when this throws.
     func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
         do {
-            let arguments = try argumentChecks.checked(call.arguments, of: target.method)
-            let frame = try target.method.frame(arguments: arguments, globals: globals(of: target.module))
-            return try target.method.render(frame: frame, table: target.table)
+            return try target.method.render(frame: try frame(of: call, target), table: target.table)
         } catch {
             throw EngineError(error)
         }
@@ -221,8 +223,7 @@ extension Engine {
     private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
-            let arguments = try argumentChecks.checked(call.arguments, of: target.method)
-            var frame = try target.method.frame(arguments: arguments, globals: globals(of: target.module))
+            var frame = try frame(of: call, target)
             switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil
@@ -233,7 +234,7 @@ extension Engine {
         let type = target.method.result ?? .array(.row)
         return try withDatabase(target.location) { database throws(EngineError) in
             try prepareTable(target.module, target.table, in: database)
-            guard let rendered else { return type.isArray ? .array([]) : .null }
+            guard let rendered else { return type.noRows }
             return try withReader(database) { db throws(EngineError) in
                 try query(rendered, type, target.origin, on: db)
             }
@@ -286,64 +287,46 @@ extension Engine {
 
 // MARK: Typed-throw adapters over the SQLite layer's rethrowing closures
 
+extension EngineError {
+    /// What a rethrowing body of the SQLite layer threw, as an engine error.
+    init(adapting error: any Error) {
+        switch error {
+        case let error as EngineError: self = error
+        case let error as SQLiteError: self.init(error, method: nil, line: nil, file: nil)
+        default: self.init(.storageFailed, "\(error)")
+        }
+    }
+}
+
+/// Runs `body`, giving what it throws the engine's type.
+func adapting<T>(_ body: () throws -> T) throws(EngineError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw EngineError(adapting: error)
+    }
+}
+
 extension Engine {
     func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T {
-        do {
-            return try registry.withDatabase(location) { database in try body(database) }
-        } catch let error as EngineError {
-            throw error
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try registry.withDatabase(location) { database in try body(database) } }
     }
 
     func withWriter<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        do {
-            return try database.pool.write { db in try body(db) }
-        } catch let error as EngineError {
-            throw error
-        } catch let error as SQLiteError {
-            throw EngineError(error, method: nil, line: nil, file: nil)
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try database.pool.write { db in try body(db) } }
     }
 
     func withReader<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        do {
-            return try database.pool.read { db in try body(db) }
-        } catch let error as EngineError {
-            throw error
-        } catch let error as SQLiteError {
-            throw EngineError(error, method: nil, line: nil, file: nil)
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try database.pool.read { db in try body(db) } }
     }
 
     /// `body` in `BEGIN IMMEDIATE … COMMIT` (a savepoint when nested); rolled back when it throws.
     func transaction<T>(_ db: Database, _ body: () throws(EngineError) -> T) throws(EngineError) -> T {
-        do {
-            return try db.inTransaction(.immediate) { try body() }
-        } catch let error as EngineError {
-            throw error
-        } catch let error as SQLiteError {
-            throw EngineError(error, method: nil, line: nil, file: nil)
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try db.inTransaction(.immediate) { try body() } }
     }
 
     /// `body` in a savepoint; rolled back to it when it throws.
     func savepoint<T>(_ db: Database, _ body: () throws(EngineError) -> T) throws(EngineError) -> T {
-        do {
-            return try db.inSavepoint { try body() }
-        } catch let error as EngineError {
-            throw error
-        } catch let error as SQLiteError {
-            throw EngineError(error, method: nil, line: nil, file: nil)
-        } catch {
-            throw EngineError(.storageFailed, "\(error)")
-        }
+        try adapting { try db.inSavepoint { try body() } }
     }
 }

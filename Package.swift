@@ -75,7 +75,7 @@ let package = Package(
         // Micro-benchmarks, run by bench/run on a release build.
         .executableTarget(
             name: "daogate-bench",
-            dependencies: ["DAODialect", "DAOEngine", "DAOStorage", "DAOValue", "CSQLite", "Gateway", "HTTPTransport"]
+            dependencies: ["DAODialect", "DAOEngine", "DAOValue", "CSQLite", "Gateway", "HTTPTransport"]
         ),
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),

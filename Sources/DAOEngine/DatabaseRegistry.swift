@@ -40,14 +40,11 @@ final class DatabaseRegistry: Sendable {
     /// again; its fields change only under `state`'s lock.
     private final class Entry: @unchecked Sendable {
         let database: OpenDatabase
-        var leases: Int
-        var lastUse: UInt64
+        var leases = 1
+        /// When it was last released: only idle entries are ever ordered by it.
+        var lastUse: UInt64 = 0
 
-        init(database: OpenDatabase, leases: Int, lastUse: UInt64) {
-            self.database = database
-            self.leases = leases
-            self.lastUse = lastUse
-        }
+        init(database: OpenDatabase) { self.database = database }
     }
 
     private struct State {
@@ -69,52 +66,69 @@ final class DatabaseRegistry: Sendable {
     /// The path of a location's file.
     func path(of location: StorageLocation) -> String { root + "/" + location.relativePath }
 
-    /// Runs `body` with the location's database open, opening it if needed.
+    /// Runs `body` with the location's database open, opening it (and
+    /// creating its file) if needed.
     func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
-        let entry = try acquire(location)
+        let entry = try acquire(location, creating: true)!
         defer { release(entry) }
         return try body(entry.database)
     }
 
-    /// The location's database, waiting (up to 5 s) while a reset of it runs.
-    private func acquire(_ location: StorageLocation) throws(EngineError) -> Entry {
-        if let entry = try acquireUnlessFenced(location) { return entry }
-        let deadline = ContinuousClock.now + .seconds(5)
+    /// Runs `body` with the location's database open if it has a file; nil,
+    /// creating nothing, if it has none.
+    func withExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+        guard let entry = try acquire(location, creating: false) else { return nil }
+        defer { release(entry) }
+        return try body(entry.database)
+    }
+
+    /// The location's database, waiting (up to 5 s) while a reset of it runs;
+    /// nil when it has no file and `creating` is false.
+    private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
+        var acquired = try acquireUnlessFenced(location, creating: creating)
+        var deadline: ContinuousClock.Instant?
         while true {
-            Thread.sleep(forTimeInterval: 0.002)
-            if let entry = try acquireUnlessFenced(location) { return entry }
-            guard ContinuousClock.now < deadline else {
+            switch acquired {
+            case .entry(let entry): return entry
+            case .absent: return nil
+            case .fenced: break
+            }
+            let now = ContinuousClock.now
+            if deadline == nil { deadline = now + .seconds(5) }
+            guard now < deadline! else {
                 throw EngineError(.busy, "the storage of this call is being reset; try again")
             }
+            Thread.sleep(forTimeInterval: 0.002)
+            acquired = try acquireUnlessFenced(location, creating: creating)
         }
     }
 
-    /// The location's database; nil while a reset of it runs.
-    private func acquireUnlessFenced(_ location: StorageLocation) throws(EngineError) -> Entry? {
+    private enum Acquired { case entry(Entry), fenced, absent }
+
+    private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Acquired {
         var opened = false
-        let result: Result<Entry?, EngineError> = state.withLock { state in
+        let result: Result<Acquired, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
-            if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(nil) }
-            state.clock &+= 1
+            if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(.fenced) }
             if let entry = state.entries[location] {
                 entry.leases += 1
-                entry.lastUse = state.clock
-                return .success(entry)
+                return .success(.entry(entry))
             }
+            if !creating && !FileManager.default.fileExists(atPath: path(of: location)) { return .success(.absent) }
             // Opened under the lock, so that one file never gets two pools (two writers).
             do throws(SQLiteError) {
                 let pool = try DatabasePool(path: path(of: location), configuration: configuration)
-                let entry = Entry(database: OpenDatabase(location: location, pool: pool), leases: 1, lastUse: state.clock)
+                let entry = Entry(database: OpenDatabase(location: location, pool: pool))
                 state.entries[location] = entry
                 opened = true
-                return .success(entry)
+                return .success(.entry(entry))
             } catch {
                 return .failure(EngineError(.storageFailed, "cannot open the database (\(location)): \(error.message)", sqlite: error))
             }
         }
-        let entry = try result.get()
+        let acquired = try result.get()
         if opened { trim() }
-        return entry
+        return acquired
     }
 
     private func release(_ entry: Entry) {
@@ -144,12 +158,6 @@ final class DatabaseRegistry: Sendable {
 
     /// The databases open right now.
     var openCount: Int { state.withLock { $0.entries.count } }
-
-    /// Connections open right now, over all databases.
-    var openConnectionCount: Int {
-        let databases = state.withLock { $0.entries.values.map(\.database) }
-        return databases.reduce(0) { $0 + $1.pool.openConnectionCount }
-    }
 
     /// Closes a location's database if it is open and idle (before its file is removed).
     func close(_ location: StorageLocation) -> Bool {
@@ -206,11 +214,5 @@ struct ResetScope: Sendable, Equatable {
     var storage: String?
     var user: UserID?
 
-    func contains(_ location: StorageLocation) -> Bool {
-        switch location {
-        case .common(let storage): user == nil && storage == self.storage
-        case .user(let user, let storage): storage == self.storage && (self.user == nil || self.user == user)
-        case .file: false
-        }
-    }
+    func contains(_ location: StorageLocation) -> Bool { location.isIn(storage: storage, user: user) }
 }

@@ -31,12 +31,21 @@ extension Engine {
     /// Runs `body` with `location`'s database open (opened on demand). SQLite
     /// errors `body` throws become `EngineError`s (busy stays busy).
     public func withOpenDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
-        try registry.withDatabase(location) { database in
-            do {
-                return try body(database)
-            } catch let error as SQLiteError {
-                throw EngineError(error, method: nil, line: nil, file: nil)
-            }
+        try registry.withDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
+    }
+
+    /// As `withOpenDatabase`, for reads and deletions: nil, creating no file,
+    /// when `location` has no database (an open one counts without a look at the disk).
+    public func withExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+        try registry.withExistingDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
+    }
+
+    /// `body`, its SQLite errors made `EngineError`s; others (the storage layers' own) pass through.
+    private static func mappingSQLiteErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SQLiteError {
+            throw EngineError(error, method: nil, line: nil, file: nil)
         }
     }
 

@@ -92,6 +92,17 @@ public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
         case .file: nil
         }
     }
+
+    /// Whether a reset of a storage (the default one when `storage` is nil),
+    /// or of one user's database in it, covers this location. Files bound by
+    /// a module (`.file`) belong to no storage.
+    public func isIn(storage: String?, user: UserID?) -> Bool {
+        switch self {
+        case .common(let owner): user == nil && owner == storage
+        case .user(let owner, let store): store == storage && (user == nil || user == owner)
+        case .file: false
+        }
+    }
 }
 
 /// Why `name` cannot name a custom storage, or nil when it can.

@@ -210,6 +210,28 @@ private let ann = StorageLocation.user(try! UserID("ann"), storage: nil)
         #expect(try fixture.store.get("biz", "plain", in: ann)?.value == "plain-distinctive-text-4242")
     }
 
+    @Test func readsAndDeletionsCreateNoDatabase() throws {
+        let fixture = try KVFixture()
+        let zed = StorageLocation.user(try UserID("zed"), storage: nil)
+        #expect(try fixture.store.get("biz", "k", in: zed) == nil)
+        #expect(try fixture.store.keys("biz", in: zed).isEmpty)
+        #expect(try fixture.store.remove("biz", "k", in: zed) == false)
+        #expect(try fixture.store.removeBusiness("biz", in: zed) == 0)
+        #expect(try fixture.store.purge(in: zed) == (0, 0))
+        #expect(!fixture.engine.exists(zed))
+        try fixture.store.set("biz", "k", value: 1, type: nil, encrypted: false, purgeable: false, in: zed)
+        #expect(fixture.engine.exists(zed))
+        #expect(try fixture.store.get("biz", "k", in: zed)?.value == 1)
+    }
+
+    @Test func anEncryptedValueTheCipherCannotCarryIsTheCallersError() throws {
+        let fixture = try KVFixture()
+        let value: Value = .object(["data": .blob([0, 1, 2])])
+        #expect { try fixture.store.set("biz", "k", value: value, type: .json, encrypted: true, purgeable: false, in: ann) }
+            throws: { ($0 as? StorageError)?.code == .invalidValue }
+        #expect(try fixture.store.get("biz", "k", in: ann) == nil)
+    }
+
     @Test func encryptionNeedsAKey() throws {
         let fixture = try KVFixture(encryption: false)
         #expect(throws: StorageError.self) {

@@ -29,12 +29,7 @@ enum DiskCacheCodec {
     static func encode(_ value: Value, encrypted: Bool, cipher: Cipher?, cache: String, key: String) throws -> Value {
         if encrypted {
             guard let cipher else { throw DiskCaches.noCipher(cache) }
-            do throws(CipherError) {
-                return .blob(try cipher.encrypt(value, context: context(cache: cache, key: key)))
-            } catch {
-                if error.kind == .unsupportedValue { throw StorageError(.invalidValue, error.message) }
-                throw EngineError(.encryption, "a value for cache '\(cache)' could not be encrypted: \(error.message)")
-            }
+            return try cipher.encryptStored(value, context: context(cache: cache, key: key), what: "a value for cache '\(cache)'")
         }
         let hasBlob = try checkJSONCarries(value, depth: 0)
         let bytes = (hasBlob ? marked(value) : value).jsonBytes()
@@ -46,13 +41,7 @@ enum DiskCacheCodec {
     static func decode(_ stored: [UInt8], encrypted: Bool, cipher: Cipher?, cache: String, key: String) throws -> Value {
         if encrypted {
             guard let cipher else { throw DiskCaches.noCipher(cache) }
-            do throws(CipherError) {
-                return try cipher.decrypt(stored, context: context(cache: cache, key: key))
-            } catch {
-                throw EngineError(
-                    .encryption,
-                    "a value of cache '\(cache)' does not decrypt (another key, moved or altered bytes): \(error.message)")
-            }
+            return try cipher.decryptStored(stored, context: context(cache: cache, key: key), what: "a value of cache '\(cache)'")
         }
         do throws(JSONError) {
             return try Value(parsingJSON: stored, options: readOptions)

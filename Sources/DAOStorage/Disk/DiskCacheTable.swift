@@ -91,7 +91,6 @@ enum DiskCacheCatalog {
     private static let select = "SELECT capacity, encrypted, count FROM daogate_lru_caches WHERE name = ?"
     private static let selectIgnoringCase = "SELECT name FROM daogate_lru_caches WHERE name = ? COLLATE NOCASE"
     private static let selectAll = "SELECT name, capacity, encrypted, count FROM daogate_lru_caches ORDER BY name"
-    private static let selectNames = "SELECT name FROM daogate_lru_caches ORDER BY name"
     private static let insert = "INSERT INTO daogate_lru_caches (name, capacity, encrypted, created, count) VALUES (?, ?, ?, ?, 0)"
     private static let updateCapacity = "UPDATE daogate_lru_caches SET capacity = ? WHERE name = ?"
     private static let updateCount = "UPDATE daogate_lru_caches SET count = ? WHERE name = ?"
@@ -154,14 +153,6 @@ enum DiskCacheCatalog {
                                         encrypted: statement.int64(at: 2) != 0, count: Int(statement.int64(at: 3))))
         }
         return caches
-    }
-
-    /// The names of every cache of the database.
-    static func names(_ db: Database) throws -> [String] {
-        guard let statement = try statement(db, selectNames) else { return [] }
-        var names: [String] = []
-        while try statement.step() { names.append(statement.string(at: 0)) }
-        return names
     }
 
     static func add(_ db: Database, _ name: String, capacity: Int, encrypted: Bool, created: Double) throws {

@@ -151,15 +151,12 @@ extension DiskCaches {
     ///   own overhead.
     @discardableResult
     public func purgeExpired(in location: StorageLocation) throws -> (entries: Int, bytes: Int) {
-        guard exists(location) else { return (0, 0) }
         let now = clock.now()
-        return try write(location) { db in
+        return try writeExisting(location) { db in
             var entries = 0
             var bytes = 0
-            for name in try DiskCacheCatalog.names(db) {
-                guard let table = try? DiskCacheTable(checking: name),
-                      var record = try DiskCacheCatalog.record(db, name)
-                else { continue }
+            for cache in try DiskCacheCatalog.all(db) {
+                guard let table = try? DiskCacheTable(checking: cache.name) else { continue }
                 let purge = try db.cachedStatement(table.deleteExpired)
                 try purge.bind([.double(now)])
                 var removed = 0
@@ -168,13 +165,12 @@ extension DiskCaches {
                     bytes += Int(purge.int64(at: 0))
                 }
                 if removed > 0 {
-                    record.count -= removed
-                    try DiskCacheCatalog.setCount(db, name, record.count)
+                    try DiskCacheCatalog.setCount(db, cache.name, cache.count - removed)
                     entries += removed
                 }
             }
             return (entries, bytes)
-        }
+        } ?? (0, 0)
     }
 
     // MARK: Helpers
@@ -184,14 +180,15 @@ extension DiskCaches {
     /// it once, at the end: a batch of inserts writes the row once.
     private func update<T>(_ location: StorageLocation, _ table: DiskCacheTable,
                            _ body: (Database, inout DiskCacheRecord) throws -> T) throws -> T {
-        guard exists(location) else { throw Self.unknown(table.name) }
-        return try write(location) { db in
+        let result = try writeExisting(location) { db in
             var record = try DiskCacheCatalog.existingRecord(db, table.name)
             let count = record.count
             let result = try body(db, &record)
             if record.count != count { try DiskCacheCatalog.setCount(db, table.name, record.count) }
             return result
         }
+        guard let result else { throw Self.unknown(table.name) }
+        return result
     }
 
     /// Upserts an entry as the most recent and counts it in `record` (eviction is the caller's).

@@ -154,19 +154,18 @@ public final class DiskCaches: Sendable {
     /// A cache's settings and count, or `.unknownCache`.
     public func info(_ name: String, in location: StorageLocation) throws -> DiskCacheInfo {
         _ = try DiskCacheTable(checking: name)
-        guard exists(location) else { throw Self.unknown(name) }
-        let record = try engine.withOpenDatabase(location) { database in
+        let record = try engine.withExistingDatabase(location) { database in
             try database.pool.read { db in try DiskCacheCatalog.existingRecord(db, name) }
         }
+        guard let record else { throw Self.unknown(name) }
         return DiskCacheInfo(name: name, capacity: record.capacity, encrypted: record.encrypted, count: record.count)
     }
 
     /// Every cache of the location's database, sorted by name (byte order).
     public func list(in location: StorageLocation) throws -> [DiskCacheInfo] {
-        guard exists(location) else { return [] }
-        return try engine.withOpenDatabase(location) { database in
+        try engine.withExistingDatabase(location) { database in
             try database.pool.read { db in try DiskCacheCatalog.all(db) }
-        }
+        } ?? []
     }
 
     /// Deletes a cache: its table, indexes and metadata row.
@@ -174,13 +173,12 @@ public final class DiskCaches: Sendable {
     @discardableResult
     public func delete(_ name: String, in location: StorageLocation) throws -> Bool {
         let table = try DiskCacheTable(checking: name)
-        guard exists(location) else { return false }
-        return try write(location) { db in
+        return try writeExisting(location) { db in
             guard try DiskCacheCatalog.record(db, name) != nil else { return false }
             try db.execute(table.dropTable)
             try DiskCacheCatalog.remove(db, name)
             return true
-        }
+        } ?? false
     }
 
     // MARK: Helpers
@@ -188,17 +186,17 @@ public final class DiskCaches: Sendable {
     /// Runs `body` in an immediate transaction on the location's writer,
     /// opening (and creating) the file if needed.
     func write<T>(_ location: StorageLocation, _ body: (Database) throws -> T) throws -> T {
-        try engine.withOpenDatabase(location) { database in
-            try database.pool.write { db in try db.inTransaction(.immediate) { try body(db) } }
-        }
+        try engine.withOpenDatabase(location) { database in try Self.transaction(database, body) }
     }
 
-    /// Whether the location's database file exists: reads and deletions in a
-    /// file that does not would only create it, empty.
-    func exists(_ location: StorageLocation) -> Bool {
-        var folder = engine.configuration.dataDirectory
-        if folder.hasSuffix("/") { folder.removeLast() }
-        return FileManager.default.fileExists(atPath: folder + "/" + location.relativePath)
+    /// As `write`, in a database that exists: nil, creating no file, when
+    /// there is none (reads and deletions there would only create it, empty).
+    func writeExisting<T>(_ location: StorageLocation, _ body: (Database) throws -> T) throws -> T? {
+        try engine.withExistingDatabase(location) { database in try Self.transaction(database, body) }
+    }
+
+    private static func transaction<T>(_ database: OpenDatabase, _ body: (Database) throws -> T) throws -> T {
+        try database.pool.write { db in try db.inTransaction(.immediate) { try body(db) } }
     }
 
     /// Deletes least recently used entries until `downTo` remain, in one

@@ -113,7 +113,8 @@ public final class KVStore: Sendable {
     public func get(_ business: String, _ key: String, in location: StorageLocation) throws -> KVEntry? {
         try Names.checkBusiness(business)
         try Names.checkKey(key)
-        return try engine.withOpenDatabase(location) { database in
+        // No database, no entry: a read creates no file.
+        return try engine.withExistingDatabase(location) { database in
             try prepare(database)
             return try database.pool.read { db in
                 let statement = try db.cachedStatement(
@@ -123,7 +124,7 @@ public final class KVStore: Sendable {
                 guard try statement.step() else { return nil }
                 return try entry(statement, business: business, key: key)
             }
-        }
+        } ?? nil
     }
 
     /// Sets the entry under (business, key) and returns it as stored.
@@ -146,7 +147,7 @@ public final class KVStore: Sendable {
             guard let cipher else {
                 throw StorageError(.encryptionUnavailable, "encrypted values need a key: start daogate with --key-file or DAOGATE_KEY")
             }
-            stored = .blob(try cipher.encrypt(typed, context: Self.context(business, key)))
+            stored = try cipher.encryptStored(typed, context: Self.context(business, key), what: "kv \(business)/\(key)")
         } else {
             stored = Self.storedForm(typed, type)
         }
@@ -170,20 +171,20 @@ public final class KVStore: Sendable {
     public func remove(_ business: String, _ key: String, in location: StorageLocation) throws -> Bool {
         try Names.checkBusiness(business)
         try Names.checkKey(key)
-        return try write(location, "DELETE FROM daogate_kv WHERE business = ? AND key = ?", [.string(business), .string(key)]) > 0
+        return try delete(location, "DELETE FROM daogate_kv WHERE business = ? AND key = ?", [.string(business), .string(key)]) > 0
     }
 
     /// Removes every entry of a business; how many there were.
     public func removeBusiness(_ business: String, in location: StorageLocation) throws -> Int {
         try Names.checkBusiness(business)
-        return try write(location, "DELETE FROM daogate_kv WHERE business = ?", [.string(business)])
+        return try delete(location, "DELETE FROM daogate_kv WHERE business = ?", [.string(business)])
     }
 
     /// The keys of a business in key order, without their values; with a
     /// prefix, only the keys that start with it.
     public func keys(_ business: String, prefix: String? = nil, in location: StorageLocation) throws -> [KVKey] {
         try Names.checkBusiness(business)
-        return try engine.withOpenDatabase(location) { database in
+        return try engine.withExistingDatabase(location) { database in
             try prepare(database)
             return try database.pool.read { db in
                 let statement = try db.cachedStatement(
@@ -199,13 +200,13 @@ public final class KVStore: Sendable {
                 }
                 return keys
             }
-        }
+        } ?? []
     }
 
     /// Removes the purgeable entries of a database: how many, and the bytes
     /// their keys and values held.
     public func purge(in location: StorageLocation) throws -> (entries: Int, bytes: Int) {
-        try engine.withOpenDatabase(location) { database in
+        try engine.withExistingDatabase(location) { database in
             try prepare(database)
             return try database.pool.write { db in
                 try db.inTransaction {
@@ -220,7 +221,7 @@ public final class KVStore: Sendable {
                     return counted
                 }
             }
-        }
+        } ?? (0, 0)
     }
 
     // MARK: Values
@@ -277,11 +278,7 @@ public final class KVStore: Sendable {
             guard let cipher else {
                 throw EngineError(.encryption, "kv \(business)/\(key) is encrypted, and no key is configured")
             }
-            do {
-                value = try cipher.decrypt(statement.bytes(at: 1), context: Self.context(business, key))
-            } catch {
-                throw EngineError(.encryption, "cannot decrypt kv \(business)/\(key): \(error.message)")
-            }
+            value = try cipher.decryptStored(statement.bytes(at: 1), context: Self.context(business, key), what: "kv \(business)/\(key)")
         } else {
             value = try Self.plainValue(statement.value(at: 1), type, business: business, key: key)
         }
@@ -312,14 +309,15 @@ public final class KVStore: Sendable {
         }
     }
 
-    private func write(_ location: StorageLocation, _ sql: String, _ bindings: [Value]) throws -> Int {
-        try engine.withOpenDatabase(location) { database in
+    /// Runs a deletion; in a location without a database, none (and no file).
+    private func delete(_ location: StorageLocation, _ sql: String, _ bindings: [Value]) throws -> Int {
+        try engine.withExistingDatabase(location) { database in
             try prepare(database)
             return try database.pool.write { db in
                 let statement = try db.cachedStatement(sql)
                 try statement.bind(bindings)
                 return try statement.run()
             }
-        }
+        } ?? 0
     }
 }

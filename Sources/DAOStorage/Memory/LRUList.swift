@@ -59,12 +59,6 @@ struct LRUList<Payload> {
         nodes[position].payload = payload
     }
 
-    /// The position after `position` towards the tail (less recent).
-    func position(after position: Int) -> Int? {
-        let next = nodes[position].next
-        return next == Self.none ? nil : Int(next)
-    }
-
     /// The position before `position` towards the head (more recent).
     func position(before position: Int) -> Int? {
         let previous = nodes[position].previous

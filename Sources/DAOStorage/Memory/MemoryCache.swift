@@ -392,8 +392,6 @@ public final class MemoryCache: Sendable {
             return nil
         }
     }
-
-    var isClosed: Bool { state.withLock { $0.closed } }
 }
 
 extension MemoryCache.State {

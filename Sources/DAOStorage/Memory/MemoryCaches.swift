@@ -127,7 +127,7 @@ public final class MemoryCaches: Sendable {
     @discardableResult
     public func drop(storage: String?, user: UserID?) -> Int {
         let dropped = registry.withLock { registry -> [MemoryCache] in
-            let ids = registry.caches.keys.filter { Self.location($0.location, isIn: storage, user: user) }
+            let ids = registry.caches.keys.filter { $0.location.isIn(storage: storage, user: user) }
             return ids.compactMap { registry.remove($0) }
         }
         for cache in dropped { cache.close() }
@@ -138,7 +138,7 @@ public final class MemoryCaches: Sendable {
     /// `drop(storage:user:)`, and answers how many and their bytes.
     @discardableResult
     public func purgeExpired(storage: String?, user: UserID?, now: Double) -> (entries: Int, bytes: Int) {
-        purge(now: now) { Self.location($0, isIn: storage, user: user) }
+        purge(now: now) { $0.isIn(storage: storage, user: user) }
     }
 
     /// Removes the expired entries of every cache: what a periodic sweep does.
@@ -153,14 +153,6 @@ public final class MemoryCaches: Sendable {
             let purged = cache.purgeExpired(now: now)
             total.entries += purged.entries
             total.bytes += purged.bytes
-        }
-    }
-
-    static func location(_ location: StorageLocation, isIn storage: String?, user: UserID?) -> Bool {
-        switch location {
-        case .common(let owner): user == nil && owner == storage
-        case .user(let owner, let store): store == storage && (user == nil || user == owner)
-        case .file: false
         }
     }
 }

@@ -306,17 +306,6 @@ extension Gateway {
 
     // MARK: Bodies
 
-    /// The body as an object with only `allowed` members.
-    private func bodyObject(_ request: HTTPRequest, allowed: [String], example: String) throws(Problem) -> OrderedObject {
-        guard case .object(let members) = try jsonBody(request) else {
-            throw Problem(400, "invalid_body", "the body is an object: \(example)")
-        }
-        if let extra = members.keys.first(where: { !allowed.contains($0) }) {
-            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has \(allowed.joined(separator: ", "))")
-        }
-        return members
-    }
-
     /// An expiry timestamp: seconds since 1970, 0 (or none) for never.
     private func expiry(_ value: Value?) throws(Problem) -> Double {
         switch value {

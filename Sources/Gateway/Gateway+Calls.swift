@@ -31,12 +31,7 @@ extension Gateway {
     /// `POST /transaction`: `{"calls": [{"module", "method", "arguments", "table"}, …]}`
     /// run in one transaction of the caller's database; all or nothing.
     func transaction(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        guard case .object(let body) = try jsonBody(request) else {
-            throw Problem(400, "invalid_body", #"the body must be an object: {"calls": [{"module": …, "method": …, "arguments": …}]}"#)
-        }
-        if let extra = body.keys.first(where: { $0 != "calls" }) {
-            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has only calls")
-        }
+        let body = try bodyObject(request, allowed: ["calls"], example: #"{"calls": [{"module": …, "method": …, "arguments": …}]}"#)
         guard case .array(let items)? = body["calls"] else {
             throw Problem(400, "invalid_body", "calls must be an array of calls")
         }

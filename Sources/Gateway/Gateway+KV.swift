@@ -42,13 +42,8 @@ extension Gateway {
         case "GET", "HEAD":
             return try kvGet(request, business, key, location, encoding)
         case "PUT":
-            let body = try jsonBody(request)
-            guard case .object(let members) = body else {
-                throw Problem(400, "invalid_body", #"the body is an object: {"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
-            }
-            if let extra = members.keys.first(where: { !["value", "type", "encrypted", "purgeable"].contains($0) }) {
-                throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has value, type, encrypted and purgeable")
-            }
+            let members = try bodyObject(request, allowed: ["value", "type", "encrypted", "purgeable"],
+                                         example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
             guard let value = members["value"] else { throw Problem(400, "invalid_body", "the body needs a value") }
             let type = try kvType(members["type"], "type")
             let encrypted = try flag(members["encrypted"], "encrypted")
@@ -122,28 +117,17 @@ extension Gateway {
     /// The database of `{space}` for the caller: `common`, or `user` (their own).
     /// The headers are checked whenever sent, as for DAO calls; the user id once.
     func storageLocation(space: String, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
-        let user = request.header(Self.userHeader)
-        let storage = nonEmpty(request.header(Self.storageHeader))
-        if let storage, let problem = storageNameProblem(storage) {
-            throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
-        }
-        do {
-            switch space {
-            case "common":
-                if let user { _ = try UserID(user) }
-                return .common(storage: storage)
-            case "user":
-                guard let user else {
-                    throw EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)")
-                }
-                return .user(try UserID(user), storage: storage)
-            default:
-                throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
+        let caller = try caller(request)
+        switch space {
+        case "common":
+            return .common(storage: caller.storage)
+        case "user":
+            guard let user = caller.user else {
+                throw Problem(EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)"))
             }
-        } catch let problem as Problem {
-            throw problem
-        } catch {
-            throw Problem(storage: error)
+            return .user(user, storage: caller.storage)
+        default:
+            throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
         }
     }
 
@@ -152,7 +136,7 @@ extension Gateway {
         do {
             return try body()
         } catch {
-            throw Problem(storage: error)
+            throw Problem(thrown: error)
         }
     }
 

@@ -46,11 +46,10 @@ extension Gateway {
             case ["tables", "delete"]:
                 try allow(request, ["POST"])
                 try authorizeChange(of: module, context: context, request)
-                guard case .object(let body) = try jsonBody(request), case .string(let pattern)? = body["pattern"] else {
-                    throw Problem(400, "invalid_body", #"the body must be {"pattern": "<POSIX extended regex>", "vacuum": false}"#)
-                }
-                if let extra = body.keys.first(where: { $0 != "pattern" && $0 != "vacuum" }) {
-                    throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))' (the body has pattern and vacuum)")
+                let example = #"{"pattern": "<POSIX extended regex>", "vacuum": false}"#
+                let body = try bodyObject(request, allowed: ["pattern", "vacuum"], example: example)
+                guard case .string(let pattern)? = body["pattern"] else {
+                    throw Problem(400, "invalid_body", "the pattern is a string: \(example)")
                 }
                 var vacuum = false
                 switch body["vacuum"] {
@@ -86,12 +85,8 @@ extension Gateway {
             default:
                 throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
             }
-        } catch let error as EngineError {
-            throw Problem(error)
-        } catch let problem as Problem {
-            throw problem
         } catch {
-            throw Problem(500, "internal", "an internal error occurred")
+            throw Problem(thrown: error)
         }
     }
 

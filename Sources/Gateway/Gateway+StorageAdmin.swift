@@ -19,21 +19,15 @@ extension Gateway {
     func storageAdminRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>) throws(Problem) -> HTTPResponse {
         guard parts.count == 1 else { throw Problem(404, "not_found", "the storage routes are /storage/purge and /storage/reset") }
         try allow(request, ["POST"])
-        let context = try context(request)
-        let user: UserID?
-        do {
-            user = try context.user.map(UserID.init)
-        } catch {
-            throw Problem(error)
-        }
-        if user == nil { try authorizeAdmin(request) }
+        let caller = try caller(request)
+        if caller.user == nil { try authorizeAdmin(request) }
         switch parts[parts.startIndex] {
         case "purge":
-            return json(try storage { try purge(storage: context.storage, user: user).value })
+            return json(try storage { try purge(storage: caller.storage, user: caller.user).value })
         case "reset":
             return try storage {
-                let report = try engine.resetStorage(context.storage, user: user)
-                let caches = memoryCaches.drop(storage: context.storage, user: user)
+                let report = try engine.resetStorage(caller.storage, user: caller.user)
+                let caches = memoryCaches.drop(storage: caller.storage, user: caller.user)
                 return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
                              "memoryCaches": .integer(Int64(caches))])
             }

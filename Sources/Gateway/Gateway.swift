@@ -98,8 +98,8 @@ public final class Gateway: HTTPResponder {
 
     public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
         let problem = switch refusal {
-        case .bodyTooLarge(let limit): Problem(413, "body_too_large", "the body is larger than the limit of \(limit) bytes")
-        case .shuttingDown: Problem(503, "shutting_down", "the server is shutting down")
+        case .bodyTooLarge(let limit): Problem(refusal.status, "body_too_large", "the body is larger than the limit of \(limit) bytes")
+        case .shuttingDown: Problem(refusal.status, "shutting_down", "the server is shutting down")
         }
         metrics.count(status: problem.status)
         return withLogMetadata(problem.response(JSONWriteOptions()), request)
@@ -194,19 +194,25 @@ public final class Gateway: HTTPResponder {
     // MARK: Requests
 
     /// The caller's user and storage, from the headers; either, when sent, must
-    /// be valid (even where a module would not use it), as the description says.
-    func context(_ request: HTTPRequest) throws(Problem) -> CallContext {
-        let user = request.header(Self.userHeader)
+    /// be valid (even where a route would not use it), as the description says.
+    func caller(_ request: HTTPRequest) throws(Problem) -> (user: UserID?, storage: String?) {
         let storage = nonEmpty(request.header(Self.storageHeader))
+        let user: UserID?
         do {
-            if let user { _ = try UserID(user) }
+            user = try request.header(Self.userHeader).map(UserID.init)
         } catch {
             throw Problem(error)
         }
         if let storage, let problem = storageNameProblem(storage) {
             throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
-        return CallContext(user: user, storage: storage)
+        return (user, storage)
+    }
+
+    /// The caller's user and storage, for the engine.
+    func context(_ request: HTTPRequest) throws(Problem) -> CallContext {
+        let caller = try caller(request)
+        return CallContext(user: caller.user?.rawValue, storage: caller.storage)
     }
 
     func nonEmpty(_ text: String?) -> String? {
@@ -228,6 +234,17 @@ public final class Gateway: HTTPResponder {
         } catch {
             throw Problem(error)
         }
+    }
+
+    /// The body as an object with only `allowed` members.
+    func bodyObject(_ request: HTTPRequest, allowed: [String], example: String) throws(Problem) -> OrderedObject {
+        guard case .object(let members) = try jsonBody(request) else {
+            throw Problem(400, "invalid_body", "the body is an object: \(example)")
+        }
+        if let extra = members.keys.first(where: { !allowed.contains($0) }) {
+            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has \(allowed.joined(separator: ", "))")
+        }
+        return members
     }
 
     /// Whether a Content-Type is JSON in UTF-8: `application/json` or a `+json`
@@ -253,19 +270,6 @@ public final class Gateway: HTTPResponder {
     /// A 200 `application/json` response.
     func json(_ value: Value, _ encoding: JSONWriteOptions = JSONWriteOptions()) -> HTTPResponse {
         HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: value.jsonBytes(options: encoding))
-    }
-}
-
-extension Error {
-    /// The problem any error comes to; one that is not the caller's is logged by the server.
-    func response(_ encoding: JSONWriteOptions) -> HTTPResponse {
-        switch self {
-        case let problem as Problem: problem.response(encoding)
-        case let error as EngineError: Problem(error).response(encoding)
-        case let error as RenderError: Problem(error).response(encoding)
-        case let error as StorageError: Problem(error).response(encoding)
-        default: Problem(500, "internal", "an internal error occurred").response(encoding)
-        }
     }
 }
 

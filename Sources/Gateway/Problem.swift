@@ -73,12 +73,15 @@ public struct Problem: Error, Sendable {
         self.init(error.status, error.code.rawValue, error.message)
     }
 
-    /// The problem of whatever a storage layer threw.
-    init(storage error: any Error) {
+    /// The problem of whatever a route's work threw; an error of no known
+    /// kind is the server's, and says nothing of itself.
+    init(thrown error: any Error) {
         switch error {
         case let problem as Problem: self = problem
         case let error as StorageError: self.init(error)
         case let error as EngineError: self.init(error)
+        case let error as RenderError: self.init(error)
+        case let error as JSONError: self.init(error)
         default: self.init(500, "internal", "an internal error occurred")
         }
     }

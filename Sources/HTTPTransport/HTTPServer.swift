@@ -95,6 +95,9 @@ public final class HTTPServer: Sendable {
         boundPort.load(ordering: .sequentiallyConsistent)
     }
 
+    /// The base URL the server answers on (`http://host:port`, an IPv6 literal in brackets); valid after `start()`.
+    public var url: String { "http://" + ListenAddress.display(host: configuration.host, port: port) }
+
     /// Requests handed to the access handler whose connection has not finished with them yet.
     public var inFlightRequests: Int {
         context.inFlightRequests.load(ordering: .sequentiallyConsistent)

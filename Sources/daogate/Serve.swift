@@ -143,7 +143,7 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
-        print("daogate listening on http://\(settings.host.contains(":") ? "[\(settings.host)]" : settings.host):\(server.port)")
+        print("daogate listening on \(server.url)")
         fflush(nil)
 
         let signal = HTTPServer.waitForTerminationSignal()
@@ -187,21 +187,26 @@ struct Settings {
         }
         modules = value(options.modules, "DAOGATE_MODULES") ?? "modules"
         data = value(options.data, "DAOGATE_DATA") ?? "data"
-        host = value(options.host, "DAOGATE_HOST") ?? "127.0.0.1"
-        port = try number(options.port, "DAOGATE_PORT", 8080, 0...65535)
-        threads = try number(options.threads, "DAOGATE_THREADS", max(1, ProcessInfo.processInfo.activeProcessorCount), 1...1024)
+        // Defaults are the libraries' own.
+        let server = HTTPServerConfiguration()
+        let caches = MemoryCaches.Limits()
+        let gateway = GatewayConfiguration()
+        host = value(options.host, "DAOGATE_HOST") ?? server.host
+        port = try number(options.port, "DAOGATE_PORT", server.port, 0...65535)
+        threads = try number(options.threads, "DAOGATE_THREADS", server.threads, 1...1024)
         keyFile = value(options.keyFile, "DAOGATE_KEY_FILE")
         adminTokenFile = value(options.adminTokenFile, "DAOGATE_ADMIN_TOKEN_FILE")
         globalsFile = value(options.globals, "DAOGATE_GLOBALS")
-        maximumBodySize = try number(options.maxBodySize, "DAOGATE_MAX_BODY_SIZE", 1 << 20, 1...(1 << 30))
-        maximumOpenDatabases = try number(options.maxOpenDatabases, "DAOGATE_MAX_OPEN_DATABASES", 128, 1...100_000)
-        timeout = try number(options.timeout, "DAOGATE_TIMEOUT", 30, 1...86_400)
+        maximumBodySize = try number(options.maxBodySize, "DAOGATE_MAX_BODY_SIZE", server.maximumBodySize, 1...(1 << 30))
+        maximumOpenDatabases = try number(options.maxOpenDatabases, "DAOGATE_MAX_OPEN_DATABASES",
+                                          Engine.Configuration(dataDirectory: "").maximumOpenDatabases, 1...100_000)
+        timeout = try number(options.timeout, "DAOGATE_TIMEOUT", server.connectionTimeout, 1...86_400)
         deploymentVersion = value(options.deploymentVersion, "DAOGATE_DEPLOYMENT_VERSION") ?? daogateVersion
         memoryCaches = MemoryCaches.Limits(
-            maximumCapacity: try number(options.memoryCacheMaxCapacity, "DAOGATE_MEMORY_CACHE_MAX_CAPACITY", 100_000, 1...100_000_000),
-            maximumCachesPerLocation: try number(options.memoryCachesPerSpace, "DAOGATE_MEMORY_CACHES_PER_SPACE", 16, 1...10_000),
-            budgetBytes: try number(options.memoryCacheBytes, "DAOGATE_MEMORY_CACHE_BYTES", 256 << 20, 0...(1 << 40)))
-        maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", 1_000_000, 1...1_000_000_000)
+            maximumCapacity: try number(options.memoryCacheMaxCapacity, "DAOGATE_MEMORY_CACHE_MAX_CAPACITY", caches.maximumCapacity, 1...100_000_000),
+            maximumCachesPerLocation: try number(options.memoryCachesPerSpace, "DAOGATE_MEMORY_CACHES_PER_SPACE", caches.maximumCachesPerLocation, 1...10_000),
+            budgetBytes: try number(options.memoryCacheBytes, "DAOGATE_MEMORY_CACHE_BYTES", caches.budgetBytes, 0...(1 << 40)))
+        maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", gateway.maximumDiskCacheCapacity, 1...1_000_000_000)
         switch value(options.synchronous, "DAOGATE_SYNCHRONOUS")?.lowercased() ?? "normal" {
         case "normal": synchronous = .normal
         case "full": synchronous = .full

@@ -10,8 +10,8 @@ import Testing
 final class DiskCacheFixture: Sendable {
     let root: URL
     var dataDirectory: String { root.appendingPathComponent("data").path }
-    /// The clock's reading, seconds since 1970.
-    private let time = Mutex<Double>(1_700_000_000)
+    /// The clock, seconds since 1970.
+    private let time = ManualClock()
     let cipher = Cipher(key: try! CipherKey.generate())
 
     static let common = StorageLocation.common(storage: nil)
@@ -24,12 +24,12 @@ final class DiskCacheFixture: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: root) }
 
-    var now: Double { time.withLock { $0 } }
+    var now: Double { time.now }
 
     /// Moves the clock by `seconds`.
-    func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
+    func advance(_ seconds: Double) { time.now += seconds }
 
-    var clock: StorageClock { StorageClock { self.now } }
+    var clock: StorageClock { time.storageClock }
 
     func engine() throws -> Engine {
         try Engine(modules: [], configuration: Engine.Configuration(dataDirectory: dataDirectory))
@@ -59,12 +59,7 @@ final class DiskCacheFixture: Sendable {
 
     /// The bytes of a location's database file followed by its `-wal` file's, if any.
     func rawBytes(of location: StorageLocation) -> [UInt8] {
-        let path = dataDirectory + "/" + location.relativePath
-        var bytes: [UInt8] = []
-        for file in [path, path + "-wal"] {
-            if let data = FileManager.default.contents(atPath: file) { bytes += data }
-        }
-        return bytes
+        databaseBytes(at: dataDirectory + "/" + location.relativePath)
     }
 }
 
@@ -108,26 +103,23 @@ extension DiskCaches {
 
 /// The `StorageError` code `body` throws, recording an issue when it throws none or another error.
 func diskCacheStorageError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> StorageError.Code? {
-    do {
-        try body()
-        Issue.record("expected a StorageError, got none", sourceLocation: sourceLocation)
-    } catch let error as StorageError {
-        return error.code
-    } catch {
-        Issue.record("expected a StorageError, got \(error)", sourceLocation: sourceLocation)
-    }
-    return nil
+    thrown(StorageError.self, sourceLocation: sourceLocation, body)?.code
 }
 
 /// The `EngineError` code `body` throws, recording an issue when it throws none or another error.
 func diskCacheEngineError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> EngineError.Code? {
+    thrown(EngineError.self, sourceLocation: sourceLocation, body)?.code
+}
+
+/// The `E` that `body` throws, recording an issue when it throws none or another error.
+func thrown<E: Error>(_ type: E.Type, sourceLocation: SourceLocation, _ body: () throws -> Void) -> E? {
     do {
         try body()
-        Issue.record("expected an EngineError, got none", sourceLocation: sourceLocation)
-    } catch let error as EngineError {
-        return error.code
+        Issue.record("expected \(E.self), got none", sourceLocation: sourceLocation)
+    } catch let error as E {
+        return error
     } catch {
-        Issue.record("expected an EngineError, got \(error)", sourceLocation: sourceLocation)
+        Issue.record("expected \(E.self), got \(error)", sourceLocation: sourceLocation)
     }
     return nil
 }

@@ -16,6 +16,12 @@ final class ManualClock: Sendable {
     var storageClock: StorageClock { StorageClock { [self] in now } }
 }
 
+/// The bytes of a database file followed by its `-wal` file's, if any: what
+/// an encrypted value must not show up in.
+func databaseBytes(at path: String) -> [UInt8] {
+    [path, path + "-wal"].flatMap { FileManager.default.contents(atPath: $0).map(Array.init) ?? [] }
+}
+
 /// An engine without modules on a temporary data folder, and its key-value store.
 final class KVFixture: @unchecked Sendable {
     let folder: String
@@ -41,10 +47,7 @@ final class KVFixture: @unchecked Sendable {
     }
 
     /// Every byte of a database file and its write-ahead log.
-    func rawBytes(_ relativePath: String) -> [UInt8] {
-        let path = folder + "/" + relativePath
-        return [path, path + "-wal"].flatMap { (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: $0)))) ?? [] }
-    }
+    func rawBytes(_ relativePath: String) -> [UInt8] { databaseBytes(at: folder + "/" + relativePath) }
 
     deinit {
         engine.shutdown()

@@ -13,7 +13,7 @@ extension OpenAPIDescription {
                 "arguments": .any(of: .object(additionalProperties: .init(true)), .array(items: .fragment()), .null(),
                                   required: false, description: "An object by name or an array by position."),
                 "table": .string(required: false, nullable: true, description: "The table of a template module (else X-Table-Name).",
-                                 minLength: 1, maxLength: 128, pattern: "^[A-Za-z_][A-Za-z0-9_]*$"),
+                                 minLength: 1, maxLength: 128, pattern: Self.identifierPattern),
             ],
             additionalProperties: .init(false))
         let result = JSONSchema.any(of: [

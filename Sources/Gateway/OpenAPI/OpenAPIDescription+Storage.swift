@@ -16,7 +16,7 @@ extension OpenAPIDescription {
     static let keySchema = JSONSchema.string(minLength: 1, maxLength: Names.maximumKeyLength, pattern: "^[^\\u0000-\\u001F\\u007F]+$")
     /// A cache name: an identifier.
     static let cacheNameSchema = JSONSchema.string(minLength: 1, maxLength: Names.maximumCacheNameLength,
-                                                   pattern: "^[A-Za-z_][A-Za-z0-9_]*$")
+                                                   pattern: identifierPattern)
 
     /// The parameters every storage route takes in a space: the user (required in `user`), the storage.
     func spaceParameters(_ space: StorageSpace) -> [Parameter] {

@@ -234,7 +234,9 @@ public struct OpenAPIDescription {
     /// What a user id may be (`UserID`): 1 to 128 visible ASCII characters.
     static let userSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: UserID.pattern)
     /// What a table name may look like (the keyword rule aside).
-    static let tableSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: "^[A-Za-z_][A-Za-z0-9_]*$")
+    /// An identifier: what table names and cache names are.
+    static let identifierPattern = "^[A-Za-z_][A-Za-z0-9_]*$"
+    static let tableSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: identifierPattern)
 
     static let problemStatuses: [(Int, String)] = [
         (400, "The request is not one the method takes: see code and detail."),

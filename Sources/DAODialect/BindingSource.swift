@@ -45,9 +45,8 @@ extension SQLStatement {
         }
         switch template.form {
         case .fixed(let sql, let references, _):
-            return (sql, references.map { context.source(of: $0.path, method: method) })
+            return (sql, references.map { context.source(of: $0.path) })
         case .dynamic(let nodes):
-            context.describedMethod = method
             try context.render(nodes)
             let sql = context.buffer.finish()
             if context.quit || sql.isEmpty { return nil }
@@ -58,7 +57,7 @@ extension SQLStatement {
 
 extension RenderContext {
     /// The source of a path, items traced back to their collections.
-    func source(of path: ValuePath, method: Method) -> BindingSource {
+    func source(of path: ValuePath) -> BindingSource {
         let members = path.members.map(BindingSource.Step.member)
         if case .local(let slot) = path.slot, let item = itemSources[slot] {
             return BindingSource(argument: item.argument, steps: item.steps + members)
@@ -93,17 +92,16 @@ extension SQLStatement {
         var context = RenderContext(frame: Frame(locals: Array(repeating: .null, count: method.localCount)),
                                     table: table, method: method.qualifiedName)
         context.sources = []
-        context.describedMethod = method
         if let foreach = method.foreach {
             context.itemSources[foreach.itemSlot] = BindingSource(argument: method.arguments[foreach.collection].name, steps: [.element])
         }
         switch template.form {
         case .fixed(let sql, let references, let encrypted):
-            return [StatementOutline(sql: sql, sources: references.map { context.source(of: $0.path, method: method) },
+            return [StatementOutline(sql: sql, sources: references.map { context.source(of: $0.path) },
                                      encrypted: encrypted, elements: [])]
         case .dynamic(let nodes):
             var elements: [BindingSource] = []
-            context.traceItems(of: nodes, method: method, into: &elements)
+            context.traceItems(of: nodes, into: &elements)
             return (0..<max(1, Self.wayCount(nodes))).compactMap { way in
                 var outline = context
                 guard (try? outline.render(Self.outline(nodes, way: way))) != nil, !outline.quit else { return nil }
@@ -153,23 +151,23 @@ extension SQLStatement {
 extension RenderContext {
     /// Sets the source of every `<foreach>` item in `nodes`, outer ones first,
     /// and collects them.
-    mutating func traceItems(of nodes: [SQLNode], method: Method, into elements: inout [BindingSource]) {
+    mutating func traceItems(of nodes: [SQLNode], into elements: inout [BindingSource]) {
         for node in nodes {
             switch node {
             case .text, .bind, .inline, .table:
                 break
             case .if(_, let body):
-                traceItems(of: body, method: method, into: &elements)
+                traceItems(of: body, into: &elements)
             case .choose(let whens, let otherwise):
-                for body in whens.map(\.1) + [otherwise ?? []] { traceItems(of: body, method: method, into: &elements) }
+                for body in whens.map(\.1) + [otherwise ?? []] { traceItems(of: body, into: &elements) }
             case .foreach(let foreach):
-                var element = source(of: foreach.collection, method: method)
+                var element = source(of: foreach.collection)
                 element.steps.append(.element)
                 itemSources[foreach.itemSlot] = element
                 elements.append(element)
-                traceItems(of: foreach.body, method: method, into: &elements)
+                traceItems(of: foreach.body, into: &elements)
             case .trim(let trim):
-                traceItems(of: trim.body, method: method, into: &elements)
+                traceItems(of: trim.body, into: &elements)
             }
         }
     }

@@ -188,8 +188,7 @@ extension BodyParser {
             position += 1
             skipSpaces()
             let start = position
-            while position < text.count && (isASCIILetter(text[position]) || isASCIIDigit(text[position])
-                                            || text[position] == UInt8(ascii: "_")) { position += 1 }
+            while position < text.count && isIdentifierByte(text[position]) { position += 1 }
             let name = String(decoding: text[start..<position], as: UTF8.self)
             guard isIdentifier(name) else { throw failure(line, "\(malformed): '\(name)' is not a name") }
             names.append(name)

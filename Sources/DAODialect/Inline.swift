@@ -115,9 +115,7 @@ enum Inline {
         let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count <= 3 else { return "\(rule); got \(shown.debugDescription)" }
         for part in parts {
-            guard let first = part.first, first == UInt8(ascii: "_") || isASCIILetter(first),
-                  part.allSatisfy({ $0 == UInt8(ascii: "_") || isASCIILetter($0) || isASCIIDigit($0) })
-            else { return "\(rule); got \(shown.debugDescription)" }
+            guard isIdentifier(bytes: part) else { return "\(rule); got \(shown.debugDescription)" }
             if isSQLKeyword(String(decoding: part, as: UTF8.self)) {
                 return "\(rule); \(String(decoding: part, as: UTF8.self).debugDescription) is an SQL keyword"
             }

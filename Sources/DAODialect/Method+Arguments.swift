@@ -78,12 +78,6 @@ extension Method {
         case (.scalar(.binary), .string(let text)):
             guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
             return .blob(bytes)
-        case (.array(.object), .array(let values)):
-            // Objects never change form: check kinds without building paths.
-            if let index = values.firstIndex(where: { if case .object = $0 { false } else { !$0.isNull } }) {
-                return try conform(values[index], to: type.arrayElement!, path: "\(path())[\(index)]")
-            }
-            return nil
         case (.array(let element), .array(let values)):
             var converted: [Value]?
             for index in values.indices {

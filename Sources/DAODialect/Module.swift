@@ -170,12 +170,6 @@ public indirect enum ArgumentType: Sendable, Hashable, CustomStringConvertible {
     /// Any JSON value (`json`).
     case any
 
-    /// The element type of an array type.
-    public var arrayElement: ArgumentType? {
-        if case .array(let element) = self { return element }
-        return nil
-    }
-
     public var description: String {
         switch self {
         case .scalar(let scalar): scalar.rawValue

@@ -71,9 +71,16 @@ public enum ModuleLoader {
 }
 
 /// Identifiers: module names, method ids, argument names, table names.
-func isIdentifier(_ text: some StringProtocol) -> Bool {
-    guard let first = text.utf8.first, first == UInt8(ascii: "_") || isASCIILetter(first) else { return false }
-    return text.utf8.allSatisfy { $0 == UInt8(ascii: "_") || isASCIILetter($0) || isASCIIDigit($0) }
+func isIdentifier(_ text: some StringProtocol) -> Bool { isIdentifier(bytes: text.utf8) }
+
+/// An identifier's bytes: a letter or `_`, then letters, digits and `_`.
+func isIdentifier(bytes: some Collection<UInt8>) -> Bool {
+    guard let first = bytes.first, !isASCIIDigit(first) else { return false }
+    return bytes.allSatisfy(isIdentifierByte)
+}
+
+@inline(__always) func isIdentifierByte(_ byte: UInt8) -> Bool {
+    byte == UInt8(ascii: "_") || isASCIILetter(byte) || isASCIIDigit(byte)
 }
 
 @inline(__always) func isASCIILetter(_ byte: UInt8) -> Bool {

@@ -168,7 +168,6 @@ struct RenderContext {
     var sources: [BindingSource]?
     /// When describing a method: what each `foreach` item slot holds.
     var itemSources: [Int: BindingSource] = [:]
-    var describedMethod: Method?
     /// Where the run of raw `@{x no ""}` text that ends the buffer starts, so
     /// adjacent raw values are checked together.
     var rawRunStart: Int?
@@ -197,9 +196,7 @@ struct RenderContext {
                 }
                 bindings.append(value)
                 buffer.appendPlaceholder()
-                if sources != nil, let method = describedMethod {
-                    sources!.append(source(of: reference.path, method: method))
-                }
+                if sources != nil { sources!.append(source(of: reference.path)) }
             case .inline(let reference):
                 try inline(reference)
             case .table:
@@ -280,8 +277,8 @@ struct RenderContext {
             if stopped || quit { break }
             if index > 0 { buffer.append(markup: foreach.separator) }
             frame.locals[foreach.itemSlot] = element
-            if sources != nil, let method = describedMethod {
-                var collection = source(of: foreach.collection, method: method)
+            if sources != nil {
+                var collection = source(of: foreach.collection)
                 collection.steps.append(.element)
                 itemSources[foreach.itemSlot] = collection
             }
@@ -333,7 +330,7 @@ struct RenderContext {
         for token in overrides {
             let token = Array(token.utf8)
             guard body.count >= token.count, zip(body, token).allSatisfy({ asciiUpper($0) == $1 }) else { continue }
-            if let last = token.last, isWordByte(last), body.count > token.count, body[token.count] != UInt8(ascii: " ") {
+            if let last = token.last, isIdentifierByte(last), body.count > token.count, body[token.count] != UInt8(ascii: " ") {
                 continue
             }
             body.removeFirst(token.count)
@@ -347,7 +344,7 @@ struct RenderContext {
             let token = Array(token.utf8)
             guard body.count >= token.count,
                   zip(body.suffix(token.count), token).allSatisfy({ asciiUpper($0) == $1 }) else { continue }
-            if let first = token.first, isWordByte(first), body.count > token.count,
+            if let first = token.first, isIdentifierByte(first), body.count > token.count,
                body[body.count - token.count - 1] != UInt8(ascii: " ") {
                 continue
             }
@@ -360,8 +357,4 @@ struct RenderContext {
 
 @inline(__always) private func asciiUpper(_ byte: UInt8) -> UInt8 {
     byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") ? byte - 32 : byte
-}
-
-@inline(__always) private func isWordByte(_ byte: UInt8) -> Bool {
-    isASCIILetter(byte) || isASCIIDigit(byte) || byte == UInt8(ascii: "_")
 }

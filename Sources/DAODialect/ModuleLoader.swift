@@ -163,7 +163,7 @@ struct ModuleParser {
         let userDependent = flag(root, "userDependent") ?? false
         var storage: String?
         if let text = root.attribute("storage")?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
-            if !isIdentifier(text) { error(line, "storage '\(text)' must be an identifier") }
+            if let problem = storageNameProblem(text) { error(line, "storage '\(text)': \(problem)") }
             storage = text
         }
         var database: String?
@@ -594,6 +594,15 @@ public func tableNameProblem(_ name: String) -> String? {
     if name.lowercased() == "tableversions" { return "TableVersions is where daogate keeps table versions" }
     if name.lowercased().hasPrefix("daogate_") { return "names starting with daogate_ are the key-value store's and the caches'" }
     if isSQLKeyword(name) { return "'\(name)' is an SQL keyword" }
+    return nil
+}
+
+/// Why `name` cannot name a custom storage, or nil when it can.
+public func storageNameProblem(_ name: String) -> String? {
+    if name.isEmpty || name.utf8.count > 64 { return "a storage name is 1 to 64 characters" }
+    guard name.utf8.allSatisfy({ isIdentifierByte($0) || $0 == UInt8(ascii: "-") }),
+        let first = name.utf8.first, first != UInt8(ascii: "-")
+    else { return "a storage name uses only letters, digits, '_' and '-', and does not start with '-'" }
     return nil
 }
 

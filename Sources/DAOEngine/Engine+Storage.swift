@@ -1,3 +1,4 @@
+import DAODialect
 import Foundation
 
 /// The two spaces of a storage: the reference's `commonPreferences` and

@@ -149,10 +149,11 @@ extension Engine {
     /// The database a module uses for a caller.
     public func location(of module: Module, context: CallContext) throws(EngineError) -> StorageLocation {
         if let database = module.database { return .file(database) }
-        let storage = context.storage ?? module.storage
-        if let storage, let problem = storageNameProblem(storage) {
+        // The module's own storage was checked when it loaded.
+        if let storage = context.storage, let problem = storageNameProblem(storage) {
             throw EngineError(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
         }
+        let storage = context.storage ?? module.storage
         guard module.userDependent else { return .common(storage: storage) }
         guard let user = context.user else {
             throw EngineError(.userRequired, "module \(module.name) keeps each user's data apart: the call needs a user id")

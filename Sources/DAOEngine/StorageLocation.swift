@@ -105,16 +105,6 @@ public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Why `name` cannot name a custom storage, or nil when it can.
-public func storageNameProblem(_ name: String) -> String? {
-    if name.isEmpty || name.utf8.count > 64 { return "a storage name is 1 to 64 characters" }
-    guard name.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
-        || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }),
-        let first = name.utf8.first, first != UInt8(ascii: "-")
-    else { return "a storage name uses only letters, digits, '_' and '-', and does not start with '-'" }
-    return nil
-}
-
 /// RFC 4648 base32, lower case, without padding.
 enum Base32 {
     private static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)

@@ -193,6 +193,13 @@ import Testing
         #expect(loaded.method(named: loaded.initializer ?? "") != nil)
     }
 
+    @Test func aModulesStorageFollowsTheStorageNameRule() throws {
+        // As X-Storage does: '-' inside a name, so the current-version storage can be a module's.
+        let loaded = try fixture.load(module("<select id=\"s\">select 1</select>",
+                                             attributes: #"name="m" tableName="t" version="1" storage="current-version""#))
+        #expect(loaded.storage == "current-version")
+    }
+
     @Test func templateModuleTakesItsTablePerCall() throws {
         let loaded = try fixture.load(module("""
             <update id="createTable">create table if not exists ${T} (id integer)</update>

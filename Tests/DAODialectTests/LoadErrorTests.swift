@@ -102,6 +102,10 @@ import Testing
             <select id="s">select ${a}</select>
             """), 2, "${a} includes itself: a → a"),
         ("unknown initializer", "<module name=\"m\" initializer=\"create\"/>", 1, "initializer 'create' is not a method of this module"),
+        // The rule the server applies to X-Storage: a module's storage no call could ever use is a load error.
+        ("storage name too long", "<module name=\"m\" storage=\"sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss\"/>", 1, "storage 'sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss': a storage name is 1 to 64 characters"),
+        ("storage name starting with -", "<module name=\"m\" storage=\"-x\"/>", 1,
+         "storage '-x': a storage name uses only letters, digits, '_' and '-', and does not start with '-'"),
         ("select initializer", module("<select id=\"create\">select 1</select>", attributes: "name=\"m\" initializer=\"create\""), 2,
          "the initializer 'create' must be an update (or insert/delete), not a select"),
         ("initializer with a required argument", module("<update id=\"create\" arguments=\"$x\">create table t (a)</update>", attributes: "name=\"m\" initializer=\"create\""), 2,

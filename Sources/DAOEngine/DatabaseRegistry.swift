@@ -25,7 +25,29 @@ public final class OpenDatabase: Sendable {
 
     func isReady(_ table: String) -> Bool { readyTables.withLock { $0.contains(table) } }
     func markReady(_ table: String) { _ = readyTables.withLock { $0.insert(table) } }
-    func forget(_ table: String) { _ = readyTables.withLock { $0.remove(table) } }
+
+    /// A module's table is ready per module (a caller-named table is checked
+    /// to be the module's own before it is) and without regard to ASCII case,
+    /// as SQLite names tables. The key cannot be a storage layer's name: it
+    /// holds a NUL.
+    private static func key(module: String, table: String) -> String {
+        module + "\u{0}" + String(decoding: table.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+
+    func isReady(module: String, table: String) -> Bool { isReady(Self.key(module: module, table: table)) }
+    func markReady(module: String, table: String) { markReady(Self.key(module: module, table: table)) }
+
+    /// Forgets that a module's table is ready: called under the writer by
+    /// whatever drops it, so that the next call, which checks under the
+    /// writer or after a failed read, creates it again.
+    func forget(module: String, table: String) {
+        _ = readyTables.withLock { $0.remove(Self.key(module: module, table: table)) }
+        drops.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// How many times a module's table was forgotten (dropped): a read that
+    /// fails after this moved may have raced the drop, and is tried again.
+    let drops = Atomic<Int>(0)
 }
 
 /// The open database files, at most `capacity` of them: beyond it the least

@@ -42,11 +42,12 @@ extension Engine {
     public func storedVersion(module name: String, table requested: String? = nil,
                               context: CallContext) throws(EngineError) -> Version? {
         let module = try self.module(name)
-        let table = try tableName(of: module, requested: requested)
+        let table = try self.table(of: module, requested: requested)
         return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in
+                if table.chosenByCaller { try claim(table.name, for: module, on: db) }
                 guard try tableExists("TableVersions", on: db) else { return nil }
-                return try recordedVersion(of: table, on: db)
+                return try recordedVersion(of: table.name, on: db)
             }
         }
     }
@@ -66,22 +67,25 @@ extension Engine {
     public func deleteTable(module name: String, table requested: String? = nil,
                             context: CallContext) throws(EngineError) -> Bool {
         let module = try self.module(name)
-        let table = try tableName(of: module, requested: requested)
+        let table = try self.table(of: module, requested: requested)
         let location = try location(of: module, context: context)
         let existed = try withDatabase(location) { database throws(EngineError) -> Bool in
-            defer { database.forget(table) }
-            return try withWriter(database) { db throws(EngineError) -> Bool in
-                try transaction(db) { () throws(EngineError) -> Bool in
-                    let existed = try tableExists(table, on: db)
-                    try run("drop table if exists \(quoted(table))", on: db)
+            try withWriter(database) { db throws(EngineError) -> Bool in
+                if table.chosenByCaller { try claim(table.name, for: module, on: db) }
+                // Before the drop, under the writer: a call that saw the table
+                // ready and reads meanwhile is tried again (`reading`).
+                database.forget(module: module.name, table: table.name)
+                return try transaction(db) { () throws(EngineError) -> Bool in
+                    let existed = try tableExists(table.name, on: db)
+                    try run("drop table if exists \(quoted(table.name))", on: db)
                     try run(tableVersionsSchema, on: db)
-                    try run("delete from TableVersions where tableName = ?", [.string(table)], on: db)
+                    try run("delete from TableVersions where tableName = ? collate nocase", [.string(table.name)], on: db)
                     return existed
                 }
             }
         }
         if existed {
-            observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
+            emit([TableEvent(kind: .tableDeleted, module: module.name, table: table.name, location: location)])
         }
         return existed
     }
@@ -98,8 +102,9 @@ extension Engine {
         let expression = try PosixRegex(pattern)
         let location = try location(of: module, context: context)
         let dropped = try withDatabase(location) { database throws(EngineError) -> [String] in
-            let dropped = try withWriter(database) { db throws(EngineError) -> [String] in
+            try withWriter(database) { db throws(EngineError) -> [String] in
                 let matching = try tables(of: module, on: db).map(\.table).filter(expression.matchesWhole)
+                for table in matching { database.forget(module: module.name, table: table) }
                 try transaction(db) { () throws(EngineError) in
                     for (index, table) in matching.enumerated() {
                         try run("drop table if exists \(quoted(table))", on: db)
@@ -110,8 +115,6 @@ extension Engine {
                 if vacuum { try run("vacuum", on: db) }
                 return matching
             }
-            for table in dropped { database.forget(table) }
-            return dropped
         }
         for table in dropped {
             observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
@@ -137,7 +140,7 @@ extension Engine {
     }
 
     func tableExists(_ table: String, on db: Database) throws(EngineError) -> Bool {
-        try queryText("select name from sqlite_master where type = 'table' and name = ?", [.string(table)], on: db) != nil
+        try queryText("select name from sqlite_master where type = 'table' and name = ? collate nocase", [.string(table)], on: db) != nil
     }
 
     private func tables(of module: Module, on db: Database) throws(EngineError) -> [TableInfo] {

@@ -44,17 +44,65 @@ let tableVersionsSchema = "create table if not exists TableVersions (tableName t
 extension Engine {
     /// Brings a module's table up to date in a database before its first
     /// call there: runs the initializer once, or the upgrades (or a reset)
-    /// when the stored version is older. Runs once per process and table;
-    /// concurrent first calls wait on the writer.
-    func prepareTable(_ module: Module, _ table: String, in database: OpenDatabase) throws(EngineError) {
-        if database.isReady(table) { return }
-        let events = try withWriter(database) { db throws(EngineError) -> [TableEvent] in
-            if database.isReady(table) { return [] }
-            let events = try bringUpToDate(module, table, database.location, on: db)
-            database.markReady(table)
-            return events
+    /// when the stored version is older. Runs once per process, module and
+    /// table; concurrent first calls wait on the writer.
+    func prepareTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase) throws(EngineError) {
+        if database.isReady(module: module.name, table: table.name) { return }
+        var events: [TableEvent] = []
+        defer { emit(events) }
+        try withWriter(database) { db throws(EngineError) in
+            events = try readyTable(module, table, in: database, on: db)
         }
+    }
+
+    /// `prepareTable` for a caller that holds the writer, as a write does: a
+    /// table dropped under the writer (`deleteTable`) is then either dropped
+    /// before this call is ready, and created again, or after it ran.
+    /// Returns the events to report once the writer is released.
+    func readyTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase,
+                    on db: Database) throws(EngineError) -> [TableEvent] {
+        if database.isReady(module: module.name, table: table.name) { return [] }
+        if table.chosenByCaller { try claim(table.name, for: module, on: db) }
+        let events = try bringUpToDate(module, table.name, database.location, on: db)
+        database.markReady(module: module.name, table: table.name)
+        return events
+    }
+
+    func emit(_ events: [TableEvent]) {
         for event in events { observer?.engine(self, didEmit: event) }
+    }
+
+    /// Refuses a table the caller named unless it is the module's own in this
+    /// database: recorded as the module's in `TableVersions`, or not there at
+    /// all (the module's first call creates it). A table, view, index or
+    /// trigger of that name that the module did not record is someone else's.
+    func claim(_ table: String, for module: Module, on db: Database) throws(EngineError) {
+        switch try owner(of: table, on: db) {
+        case nil:
+            return
+        case .module(let owner) where owner == module.name:
+            return
+        case .module(let owner):
+            throw EngineError(.invalidTable, "table '\(table)' is module \(owner)'s in this storage; module \(module.name) may only use tables of its own")
+        case .unrecorded:
+            throw EngineError(.invalidTable, "'\(table)' already names something in this storage that is not module \(module.name)'s table")
+        }
+    }
+
+    enum TableOwner: Equatable {
+        case module(String)
+        /// In the schema, but recorded as no module's.
+        case unrecorded
+    }
+
+    /// Who owns a name of the database's schema, nil when nothing has it.
+    func owner(of table: String, on db: Database) throws(EngineError) -> TableOwner? {
+        if try tableExists("TableVersions", on: db),
+           let module = try queryText("select coalesce(module, '') from TableVersions where tableName = ? collate nocase", [.string(table)], on: db) {
+            return .module(module)
+        }
+        let named = try queryText("select name from sqlite_master where name = ? collate nocase", [.string(table)], on: db)
+        return named == nil ? nil : .unrecorded
     }
 
     /// Returns the events to report once the writer is released.
@@ -110,7 +158,8 @@ extension Engine {
     private func runInitializer(_ module: Module, _ table: String, _ location: StorageLocation,
                                 on db: Database) throws(EngineError) -> Bool {
         guard let name = module.initializer, let initializer = module.method(named: name) else { return false }
-        let target = Target(module: module, method: initializer, location: location, table: table)
+        let target = Target(module: module, method: initializer, location: location,
+                            table: TableChoice(name: table, chosenByCaller: false))
         let runs = try render(Call(module: module.name, method: name, table: table), target)
         for run in runs { _ = try execute(run, target.origin, on: db) }
         return true
@@ -123,7 +172,7 @@ extension Engine {
 
     /// The version `TableVersions` (which must exist) records for a table.
     func recordedVersion(of table: String, on db: Database) throws(EngineError) -> Version? {
-        try queryText("select version from TableVersions where tableName = ?", [.string(table)], on: db).flatMap(Version.init)
+        try queryText("select version from TableVersions where tableName = ? collate nocase", [.string(table)], on: db).flatMap(Version.init)
     }
 
     private func setVersion(_ module: Module, _ table: String, on db: Database) throws(EngineError) {

@@ -133,7 +133,21 @@ struct Target {
     let module: Module
     let method: Method
     let location: StorageLocation
-    let table: String
+    let table: TableChoice
+}
+
+/// The table of a call, and whether the caller named it (then it must be the module's own).
+struct TableChoice: Equatable {
+    let name: String
+    let chosenByCaller: Bool
+}
+
+/// Whether two names are the same table in SQLite, which compares identifiers without regard to ASCII case.
+func sameTable(_ name: String, _ other: String?) -> Bool {
+    guard let other, name.utf8.count == other.utf8.count else { return false }
+    return zip(name.utf8, other.utf8).allSatisfy { a, b in
+        a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+    }
 }
 
 extension Engine {
@@ -161,28 +175,42 @@ extension Engine {
         return .user(try UserID(user), storage: storage)
     }
 
-    /// The table a call works on: the module's, or for a template module the
-    /// one the call names (validated).
+    /// The table a call works on: the module's own (`tableName`), or for a
+    /// template module the one the call names (`X-Table-Name`, the
+    /// reference's `setTableName`).
+    ///
+    /// A table the caller names is confined to the module: a valid name, not
+    /// a storage layer's (`tableNameProblem`), not another module's fixed
+    /// table; whether the caller's storage gives it to another module is
+    /// checked when the call reaches the database (`claim`). A module with a
+    /// table of its own takes no other: its statements are compiled for that
+    /// table, and the reference keeps one file over several tables for
+    /// templates (an empty `tableName`).
     public func tableName(of module: Module, requested: String?) throws(EngineError) -> String {
-        guard let fixed = module.tableName else {
-            guard let requested else {
-                throw EngineError(.invalidTable, "module \(module.name) is a template (empty tableName): the call must name its table")
-            }
-            if let problem = tableNameProblem(requested) {
-                throw EngineError(.invalidTable, "table '\(requested.prefix(80))': \(problem)")
-            }
-            return requested
+        try table(of: module, requested: requested).name
+    }
+
+    func table(of module: Module, requested: String?) throws(EngineError) -> TableChoice {
+        if let fixed = module.tableName {
+            guard let requested, !sameTable(requested, fixed) else { return TableChoice(name: fixed, chosenByCaller: false) }
+            throw EngineError(.invalidTable, "module \(module.name) always uses its table \(fixed); only a template module (no tableName) takes a table name")
         }
-        if let requested, requested != fixed {
-            throw EngineError(.invalidTable, "module \(module.name) always uses table \(fixed); a table name is only for template modules")
+        guard let requested else {
+            throw EngineError(.invalidTable, "module \(module.name) is a template (no tableName): the call must name its table")
         }
-        return fixed
+        if let problem = tableNameProblem(requested) {
+            throw EngineError(.invalidTable, "table '\(requested.prefix(80))': \(problem)")
+        }
+        if let owner = modules.values.first(where: { $0.name != module.name && sameTable(requested, $0.tableName) }) {
+            throw EngineError(.invalidTable, "table '\(requested)' is module \(owner.name)'s; module \(module.name) may only use tables of its own")
+        }
+        return TableChoice(name: requested, chosenByCaller: true)
     }
 
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
         let (module, method) = try self.method(call.module, call.method)
         return Target(module: module, method: method, location: try location(of: module, context: context),
-                      table: try tableName(of: module, requested: call.table))
+                      table: try table(of: module, requested: call.table))
     }
 
     /// A call's arguments, checked, in the slots its method renders from.
@@ -194,7 +222,7 @@ extension Engine {
     /// Renders a call: nothing runs when this throws.
     func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
         do {
-            return try target.method.render(frame: try frame(of: call, target), table: target.table)
+            return try target.method.render(frame: try frame(of: call, target), table: target.table.name)
         } catch {
             throw EngineError(error)
         }
@@ -208,13 +236,12 @@ extension Engine {
         }
         let runs = try render(call, target)
         return try withDatabase(target.location) { database throws(EngineError) in
-            try prepareTable(target.module, target.table, in: database)
             if target.method.kind == .select {
-                return .value(try withReader(database) { db throws(EngineError) in
+                return .value(try reading(target, in: database) { db throws(EngineError) in
                     try select(target, runs, on: db)
                 })
             }
-            return .write(try withWriter(database) { db throws(EngineError) in
+            return .write(try writing([target], in: database) { db throws(EngineError) in
                 try transaction(db) { () throws(EngineError) in try write(target, runs, on: db) }
             })
         }
@@ -225,7 +252,7 @@ extension Engine {
         let rendered: RenderedStatement?
         do throws(RenderError) {
             var frame = try frame(of: call, target)
-            switch try statement.render(frame: &frame, table: target.table, method: target.method.qualifiedName) {
+            switch try statement.render(frame: &frame, table: target.table.name, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil
             }
@@ -234,9 +261,11 @@ extension Engine {
         }
         let type = target.method.result ?? .array(.row)
         return try withDatabase(target.location) { database throws(EngineError) in
-            try prepareTable(target.module, target.table, in: database)
-            guard let rendered else { return type.noRows }
-            return try withReader(database) { db throws(EngineError) in
+            guard let rendered else {
+                try prepareTable(target.module, target.table, in: database)
+                return type.noRows
+            }
+            return try reading(target, in: database) { db throws(EngineError) in
                 try query(rendered, type, target.origin, on: db)
             }
         }
@@ -264,8 +293,7 @@ extension Engine {
         }
         guard let location = targets.first?.location else { return [] }
         return try withDatabase(location) { database throws(EngineError) in
-            for target in targets { try prepareTable(target.module, target.table, in: database) }
-            return try withWriter(database) { db throws(EngineError) in
+            try writing(targets, in: database) { db throws(EngineError) in
                 try transaction(db) { () throws(EngineError) in
                     var results: [CallResult] = []
                     for (index, target) in targets.enumerated() {
@@ -319,6 +347,36 @@ extension Engine {
 
     func withReader<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
         try adapting { try database.pool.read { db in try body(db) } }
+    }
+
+    /// A read of a module's table on a reader, once the table is ready. A
+    /// read that fails while the table was being dropped (`deleteTable`) is
+    /// tried once more on the writer, which drops hold, once the table is
+    /// ready again there: a call that overlaps a drop runs before it, or after
+    /// it on the table created again.
+    func reading<T>(_ target: Target, in database: OpenDatabase,
+                    _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        let drops = database.drops.load(ordering: .sequentiallyConsistent)
+        try prepareTable(target.module, target.table, in: database)
+        do {
+            return try withReader(database, body)
+        } catch {
+            guard database.drops.load(ordering: .sequentiallyConsistent) != drops else { throw error }
+            return try writing([target], in: database, body)
+        }
+    }
+
+    /// `body` on the writer, once the targets' tables are ready: checked
+    /// under the writer, so that a table dropped meanwhile is created again
+    /// before `body` runs. Table events are reported once the writer is released.
+    func writing<T>(_ targets: [Target], in database: OpenDatabase,
+                    _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        var events: [TableEvent] = []
+        defer { emit(events) }
+        return try withWriter(database) { db throws(EngineError) -> T in
+            for target in targets { events += try readyTable(target.module, target.table, in: database, on: db) }
+            return try body(db)
+        }
     }
 
     /// `body` in `BEGIN IMMEDIATE … COMMIT` (a savepoint when nested); rolled back when it throws.

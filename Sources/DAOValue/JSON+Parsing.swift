@@ -357,6 +357,11 @@ private struct JSONParser {
         guard let double = Double(String(decoding: text, as: UTF8.self)), double.isFinite else {
             throw JSONError("number out of range", at: start)
         }
+        // A nonzero literal too small for a double (1e-400) would silently
+        // become 0: refused as out of range, as a too large one is.
+        if double == 0, text.prefix(while: { $0 | 0x20 != UInt8(ascii: "e") }).contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) {
+            throw JSONError("number out of range: too small for a double, it would be 0", at: start)
+        }
         return .double(double)
     }
 

@@ -24,12 +24,11 @@ extension Gateway {
             throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
         }
         let context = try context(request)
-        // Checked whenever sent, as the description says; a fixed module ignores it.
-        let header = request.header(Self.tableHeader)
-        if let header, let problem = tableNameProblem(header) {
-            throw Problem(400, "invalid_table", "table '\(header.prefix(80))': \(problem)")
+        // Checked whenever sent, as the description says, and confined to the module's own tables (the engine).
+        let table = nonEmpty(request.header(Self.tableHeader))
+        if let table, let problem = tableNameProblem(table) {
+            throw Problem(400, "invalid_table", "table '\(table.prefix(80))': \(problem)")
         }
-        let table = module.isTemplate ? header : nil
         do {
             switch rest {
             case []:

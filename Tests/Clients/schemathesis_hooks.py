@@ -21,8 +21,11 @@ RULES = {
     # only, X-Table-Name for template modules only.
     "user_required": None,
     # Table names are identifiers that are not SQL keywords (case-insensitive,
-    # about 150 of them): a pattern cannot list them without lookahead.
-    "invalid_table": ("is an SQL keyword", "is a template (empty tableName)"),
+    # about 150 of them): a pattern cannot list them without lookahead. A
+    # table another module owns (by its tableName, or in the caller's
+    # storage) is refused: which ones depends on the modules and the storage.
+    "invalid_table": ("is an SQL keyword", "is a template (no tableName)", "may only use tables of its own",
+                      "is not module"),
     # Raw text (@{x no ""}) is held to the raw-text rule, and SQLite alone
     # knows which names exist; such arguments carry x-daogate-raw-text.
     "unsafe_inline": None,

@@ -92,7 +92,9 @@ func parseError(_ bytes: [UInt8], options: JSONParseOptions = .init()) -> JSONEr
         ("1.7976931348623157e308", Double.greatestFiniteMagnitude),
         ("2.2250738585072014e-308", Double.leastNormalMagnitude),
         ("0.1", 0.1),
-        ("1e-400", 0.0),
+        ("0e-400", 0.0),
+        ("0.000e999", 0.0),
+        ("5e-324", 5e-324),
         ("123456789012345678901234567890.5", 123456789012345678901234567890.5),
     ])
     func doublesParseExactly(text: String, expected: Double) throws {
@@ -111,6 +113,13 @@ func parseError(_ bytes: [UInt8], options: JSONParseOptions = .init()) -> JSONEr
     @Test(arguments: ["1e400", "-1e400", "1.8e308", "[0, 1e99999]"])
     func doublesOverflowingToInfinityAreRejected(text: String) {
         #expect(parseError(text)?.message == "number out of range")
+    }
+
+    /// A nonzero literal that would round to 0 is refused as a too large one
+    /// is, rather than silently becoming 0.
+    @Test(arguments: ["1e-400", "-1e-400", "0.0001e-330", "[0, 2.5e-99999]"])
+    func doublesUnderflowingToZeroAreRejected(text: String) {
+        #expect(parseError(text)?.message == "number out of range: too small for a double, it would be 0")
     }
 
     @Test(arguments: [

@@ -22,9 +22,21 @@ final class GatewayFixture: Sendable {
     /// The time the gateway's caches see; tests move it.
     let clock = TestClock()
 
-    init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init()) throws {
+    /// `extraModules`: module files (XML) loaded beside the example modules.
+    init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
+         extraModules: [String] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
-        let (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
+        var (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
+        if !extraModules.isEmpty {
+            let folder = root.appendingPathComponent("extra-modules")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for (index, xml) in extraModules.enumerated() {
+                try xml.write(to: folder.appendingPathComponent("Extra\(index).xml"), atomically: true, encoding: .utf8)
+            }
+            let (extra, extraErrors) = ModuleLoader.loadDirectory(folder.path)
+            modules += extra
+            errors += extraErrors
+        }
         #expect(errors.isEmpty)
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),

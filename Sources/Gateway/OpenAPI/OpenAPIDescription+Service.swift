@@ -39,7 +39,7 @@ extension OpenAPIDescription {
         let user = OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
                                             description: "The caller's user, for a user-dependent module.")
         let table = OpenAPI.Parameter.header(name: "X-Table-Name", required: false, schema: Self.tableSchema,
-                                             description: "The table, for a template module (ignored for others).")
+                                             description: "The table of a template module (for another module, its own table or nothing); never a table of another module.")
         let storage: Either<OpenAPI.Reference<OpenAPI.Parameter>, OpenAPI.Parameter> = .reference(.component(named: "Storage"))
         let adminOrOwner = "On a user's own database the caller may do this; on a shared one it needs the admin token."
 

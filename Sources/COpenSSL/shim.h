@@ -2,3 +2,4 @@
 #include <openssl/rand.h>
 #include <openssl/err.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import COpenSSL
 import DAODialect
 
 /// A caller's user id, validated: the only way a user id reaches the file system.
@@ -28,8 +34,10 @@ public struct UserID: Sendable, Hashable, CustomStringConvertible {
         rawValue = text
     }
 
-    /// What logs may show: not the id, a short stable digest of it.
-    public var description: String { "user#" + fnv1a(rawValue) }
+    /// What logs and events may show: not the id, a keyed digest of it
+    /// (`UserDigest`), which no one without the deployment's key can match
+    /// to an id by trying guesses.
+    public var description: String { "user#" + UserDigest.digest(rawValue) }
 
     /// The file-name form of the id.
     public var fileName: String {
@@ -143,13 +151,67 @@ enum Base32 {
     }
 }
 
-/// A short non-cryptographic digest, for logs that must not show a value.
-func fnv1a(_ text: String) -> String {
-    var hash: UInt32 = 2_166_136_261
-    for byte in text.utf8 {
-        hash ^= UInt32(byte)
-        hash = hash &* 16_777_619
+/// The digest of user ids in logs and events: HMAC-SHA256 under a
+/// per-deployment key, its first 128 bits in hex. Unkeyed, a digest of a
+/// guessable id (an e-mail address, a phone number) is recovered by hashing
+/// guesses; 128 bits do not collide among any number of users.
+///
+/// The key is random for each process until `setKey` (`daogate serve` keeps
+/// one in the data folder, so digests stay the same across restarts).
+public enum UserDigest {
+    /// 32 bytes, as SHA-256's block wants at least.
+    public static let keyLength = 32
+    private static let key = Mutex<[UInt8]>(randomKey())
+
+    public static func setKey(_ bytes: [UInt8]) {
+        precondition(bytes.count >= keyLength, "a digest key has at least \(keyLength) bytes")
+        key.withLock { $0 = bytes }
     }
-    let digits = String(hash, radix: 16)
-    return String(repeating: "0", count: 8 - digits.count) + digits
+
+    /// The key kept in `folder` (`digest.key`, made with mode 0600 the first time).
+    public static func loadOrMakeKey(in folder: String) throws -> [UInt8] {
+        let path = folder + "/digest.key"
+        // O_EXCL: never over a key another process made meanwhile.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            let made = randomKey()
+            let written = write(descriptor, made, made.count)
+            close(descriptor)
+            guard written == made.count else {
+                unlink(path)
+                throw EngineError(.storageFailed, "cannot write \(path)")
+            }
+        }
+        guard let bytes = FileManager.default.contents(atPath: path), bytes.count >= keyLength else {
+            throw EngineError(.storageFailed, "\(path) must hold at least \(keyLength) bytes (delete it to make a new one)")
+        }
+        return [UInt8](bytes)
+    }
+
+    public static func randomKey() -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: keyLength)
+        precondition(RAND_bytes(&bytes, Int32(keyLength)) == 1, "OpenSSL's random generator failed")
+        return bytes
+    }
+
+    /// 32 lower-case hex digits, under the deployment's key.
+    public static func digest(_ text: String) -> String {
+        key.withLock { key in digest(text, key: key, bytes: 16) }
+    }
+
+    /// The first `bytes` bytes of HMAC-SHA256(`key`, `text`), in hex.
+    public static func digest(_ text: String, key: [UInt8], bytes: Int) -> String {
+        var mac = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let data = Array(text.utf8)
+        precondition(HMAC(EVP_sha256(), key, Int32(key.count), data, data.count, &mac, &length) != nil, "HMAC-SHA256 failed")
+        let hex = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(2 * bytes)
+        for byte in mac.prefix(min(bytes, Int(length))) {
+            output.append(hex[Int(byte >> 4)])
+            output.append(hex[Int(byte & 15)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
 }

@@ -35,8 +35,19 @@ public final class EventLog: EngineObserver {
     public func count(of kind: TableEvent.Kind) -> Int { state.withLock { $0.counts[kind] ?? 0 } }
 
     /// `{"counts": {…}, "recent": [{kind, module, table, location, from, to, error, time}]}`.
-    func summary() -> Value {
-        let (counts, recent) = state.withLock { ($0.counts, $0.recent) }
+    ///
+    /// An event of a user's storage is that user's: `user` (nil: no user)
+    /// sees the events of shared storages and of their own, and counts of
+    /// those; `everything` (the admin) sees all events and counts them all.
+    func summary(user: UserID?, everything: Bool) -> Value {
+        var (counts, recent) = state.withLock { ($0.counts, $0.recent) }
+        if !everything {
+            recent.removeAll { entry in
+                guard case .user(let owner, _) = entry.event.location else { return false }
+                return owner != user
+            }
+            counts = Dictionary(grouping: recent, by: \.event.kind).mapValues(\.count)
+        }
         let formatter = ISO8601DateFormatter()
         return [
             "counts": .object(OrderedObject(uniqueKeysWithValues: TableEvent.Kind.allCases.map {

@@ -161,7 +161,10 @@ public final class Gateway: HTTPResponder {
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
         case (_, "events") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
-            return json(events.summary())
+            // The admin (with the token) sees every storage's events; anyone else shared storages' and their own.
+            let everything = request.header("Authorization") != nil
+            if everything { try authorizeAdmin(request) }
+            return json(events.summary(user: try caller(request).user, everything: everything))
         case (_, "metrics") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
             let text = metrics.exposition(events: events, openDatabases: engine.openDatabaseCount)

@@ -99,6 +99,7 @@ struct Serve: ParsableCommand {
             logger.info("encryption key \(key.fingerprint)")
         }
         try FileManager.default.createDirectory(atPath: settings.data, withIntermediateDirectories: true)
+        UserDigest.setKey(try UserDigest.loadOrMakeKey(in: settings.data))
         let events = EventLog(logger: logger)
         let engine: Engine
         do {

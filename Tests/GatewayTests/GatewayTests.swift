@@ -38,10 +38,11 @@ final class GatewayFixture: Sendable {
             errors += extraErrors
         }
         #expect(errors.isEmpty)
+        let events = EventLog()
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
-                                observer: nil)
-        gateway = try Gateway(engine: engine, events: EventLog(),
+                                observer: events)
+        gateway = try Gateway(engine: engine, events: events,
                               configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
                                                                   clock: clock.storageClock))
     }

@@ -135,6 +135,24 @@ import Testing
         #expect(!log.contains("ann-secret-id"))
     }
 
+    /// The digest key lives in the data folder, readable by its owner only,
+    /// so a user's digest is the same across restarts.
+    @Test func theUserDigestIsKeyedAndStableAcrossRestarts() throws {
+        let server = try LiveServer()
+        _ = try server.curl("/dao/Messages/unreadCount", method: "POST", headers: ["X-User-Id: ann"])
+        let key = server.data.appendingPathComponent("digest.key")
+        let attributes = try FileManager.default.attributesOfItem(atPath: key.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect((attributes[.size] as? NSNumber)?.intValue == 32)
+        let restarted = try server.restarted()
+        _ = try restarted.curl("/dao/Messages/unreadCount", method: "POST", headers: ["X-User-Id: ann"])
+        #expect(restarted.stop() == 0)
+        let digests = (server.log + restarted.log).matches(of: /user#([0-9a-f]+)/).map { String($0.1) }
+        #expect(digests.count >= 2)
+        #expect(Set(digests).count == 1)
+        #expect(digests.first?.count == 32)
+    }
+
     @Test func shutdownFinishesTheRequestInFlightAndClosesTheDatabases() throws {
         let server = try LiveServer()
         #expect(try server.curl("/dao/Demo/insertItem", body: #"["first"]"#).status == 200)

@@ -66,7 +66,8 @@ import Testing
         for _ in 0..<10 {
             let normal = try Self.timed(server, "GET", "/kv/common/biz/k?default=1")
             #expect(normal.status == 200 && normal.seconds < 1, "\(normal)")
-            guard normal.status == 200 else { break }
+            // A server held by the attacks fails here once, within curl's limit.
+            guard normal.status == 200 else { return }
         }
         let replies = try attacks.map { try $0.wait() }
         for (index, reply) in replies.enumerated() {

@@ -55,4 +55,13 @@ import Testing
             #expect(leftKeys == Self.names)
         }
     }
+
+    /// The example body a refusal shows is one a caller can send as it is.
+    @Test func theRefusalsExampleBodyIsValidJSON() throws {
+        let reply = fixture.send("POST", "/modules/ChatMessages/tables/delete", #"{"pattern": 1}"#, headers: [(Gateway.userHeader, "u")])
+        #expect(reply.code == "invalid_body")
+        let detail = try #require(reply.json[member: "detail"]?.stringValue)
+        let example = try #require(detail.firstIndex(of: "{").map { detail[$0...] })
+        #expect(try Value(parsingJSON: Array(example.utf8))[member: "pattern"] == "chat_\\d+")
+    }
 }

@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // RE2 is C++: its C face is a header and one small C++ file instead of a
+        // module map, so that no Swift module needs C++ interoperability.
+        .target(name: "CRE2", linkerSettings: [.linkedLibrary("re2")]),
 
         // What travels: the value type and its JSON form.
         .target(
@@ -35,7 +38,7 @@ let package = Package(
         // encryption, storage spaces.
         .target(
             name: "DAOEngine",
-            dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL"]
+            dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"]
         ),
         // The reference's other storage layers in the same files: the
         // key-value store, the LRU memory and disk caches.

@@ -90,20 +90,21 @@ extension Engine {
         return existed
     }
 
-    /// Drops the module's tables whose whole name matches a POSIX extended
-    /// regular expression (`deleteTablesWithRegex:autovacuum:progress:`).
+    /// Drops the module's tables whose whole name matches a caller's regular
+    /// expression (`deleteTablesWithRegex:autovacuum:progress:`; the dialect
+    /// is `CallerRegex`'s).
     ///
     /// Only tables the module created are considered, so no caller can drop
     /// another module's tables. `progress` receives the fraction done after
-    /// each table. POSIX matching runs in linear time: no pattern can stall it.
+    /// each table. Matching is linear in each name and bounded in all.
     public func deleteTables(module name: String, matching pattern: String, vacuum: Bool, context: CallContext,
                              progress: ((Double) -> Void)? = nil) throws(EngineError) -> DeletedTables {
         let module = try self.module(name)
-        let expression = try PosixRegex(pattern)
+        let expression = try CallerRegex(pattern)
         let location = try location(of: module, context: context)
         let dropped = try withDatabase(location) { database throws(EngineError) -> [String] in
             try withWriter(database) { db throws(EngineError) -> [String] in
-                let matching = try tables(of: module, on: db).map(\.table).filter(expression.matchesWhole)
+                let matching = try expression.selecting(try tables(of: module, on: db), name: \.table).map(\.table)
                 for table in matching { database.forget(module: module.name, table: table) }
                 try transaction(db) { () throws(EngineError) in
                     for (index, table) in matching.enumerated() {
@@ -158,27 +159,4 @@ extension Engine {
             throw EngineError(.storageFailed, error.message, sqlite: error)
         }
     }
-}
-
-/// A POSIX extended regular expression (glibc's matcher), matched against whole names.
-/// Made for one request at a time: compile one per call rather than share one.
-public final class PosixRegex: @unchecked Sendable {
-    private var compiled = regex_t()
-
-    public init(_ pattern: String) throws(EngineError) {
-        guard pattern.utf8.count <= 256 else { throw EngineError(.invalidRegex, "the pattern is longer than 256 bytes") }
-        guard !pattern.utf8.contains(0) else { throw EngineError(.invalidRegex, "the pattern contains a NUL character") }
-        let status = regcomp(&compiled, "^(" + pattern + ")$", REG_EXTENDED | REG_NOSUB)
-        guard status == 0 else {
-            var buffer = [CChar](repeating: 0, count: 256)
-            regerror(status, &compiled, &buffer, buffer.count)
-            throw EngineError(.invalidRegex, "'\(pattern)' is not a POSIX extended regular expression: \(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
-        }
-    }
-
-    public func matchesWhole(_ text: String) -> Bool {
-        regexec(&compiled, text, 0, nil, 0) == 0
-    }
-
-    deinit { regfree(&compiled) }
 }

@@ -274,7 +274,7 @@ extension Gateway {
                 switch way {
                 case "prefix": return cache.remove(prefix: text)
                 case "suffix": return cache.remove(suffix: text)
-                default: return cache.remove(matching: try PosixRegex(text))
+                default: return try cache.remove(matching: try CallerRegex(text))
                 }
             }
         }

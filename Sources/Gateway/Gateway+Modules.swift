@@ -45,7 +45,7 @@ extension Gateway {
             case ["tables", "delete"]:
                 try allow(request, ["POST"])
                 try authorizeChange(of: module, context: context, request)
-                let example = #"{"pattern": "<POSIX extended regex>", "vacuum": false}"#
+                let example = #"{"pattern": "chat_\\d+", "vacuum": false}"#
                 let body = try bodyObject(request, allowed: ["pattern", "vacuum"], example: example)
                 guard case .string(let pattern)? = body["pattern"] else {
                     throw Problem(400, "invalid_body", "the pattern is a string: \(example)")

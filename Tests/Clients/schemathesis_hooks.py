@@ -29,7 +29,7 @@ RULES = {
     # Raw text (@{x no ""}) is held to the raw-text rule, and SQLite alone
     # knows which names exist; such arguments carry x-daogate-raw-text.
     "unsafe_inline": None,
-    # A POSIX extended regular expression: no JSON Schema format names them.
+    # A regular expression (RE2 syntax, bounded in size and time): no JSON Schema format names them.
     "invalid_regex": None,
     # The globals of /modules/{module}/globals depend on the module path parameter.
     "invalid_body": ("declares no global argument",),

@@ -153,4 +153,24 @@ import Testing
         }
         try engine.vacuum(module: "Demo", context: CallContext())
     }
+
+    /// The issue's patterns, which escaped the `^( … )$` that wrapped them:
+    /// `chat_1)|(zzz` dropped chat_1 and chat_10, `x)|(` every table. Now the
+    /// anchors are the engine's: they are refused and drop nothing, and an
+    /// alternation matches whole names only (ICU's `\d` keeps its meaning).
+    @Test func deleteTablesMatchesWholeNamesThatNoPatternEscapes() throws {
+        let engine = try fixture.engine(EngineFixture.exampleModules(), cipher: Cipher(key: .generate()))
+        let context = CallContext(user: "u")
+        for table in ["chat_1", "chat_10", "chat_2", "other"] {
+            try engine.write("ChatMessages", "send", #"["a", "b"]"#, user: "u", table: table)
+        }
+        for pattern in ["chat_1)|(zzz", "x)|(", "(?=chat).*", "(chat)\\1", "[[a-z]--[h]]+_1"] {
+            #expect(throws: EngineError.self, "\(pattern)") {
+                try engine.deleteTables(module: "ChatMessages", matching: pattern, vacuum: false, context: context)
+            }
+        }
+        #expect(try engine.deleteTables(module: "ChatMessages", matching: "chat_1|zzz", vacuum: false, context: context).tables == ["chat_1"])
+        #expect(try engine.deleteTables(module: "ChatMessages", matching: "chat_\\d+", vacuum: false, context: context).tables == ["chat_10", "chat_2"])
+        #expect(try engine.tables(module: "ChatMessages", context: context).map(\.table) == ["other"])
+    }
 }

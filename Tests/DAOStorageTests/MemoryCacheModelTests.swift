@@ -105,7 +105,7 @@ enum MemoryCacheSupport {
     }
 
     /// Regular expressions for `remove(matching:)` with what each means, written
-    /// in Swift independently of the POSIX matcher.
+    /// in Swift independently of the RE2 matcher.
     static let modelRegexes: [(pattern: String, matches: @Sendable (String) -> Bool)] = [
         ("k1.*", { $0.hasPrefix("k1") }),
         (".*7", { $0.hasSuffix("7") }),
@@ -199,7 +199,7 @@ struct MemoryCacheModelTests {
                 #expect(cache.remove(keys: keys) == model.remove { keys.contains($0) }, context)
             case 79..<81:
                 let regex = MemoryCacheSupport.modelRegexes[Int.random(in: 0..<MemoryCacheSupport.modelRegexes.count, using: &random)]
-                #expect(cache.remove(matching: try PosixRegex(regex.pattern)) == model.remove(where: regex.matches), context)
+                #expect(try cache.remove(matching: try CallerRegex(regex.pattern)) == model.remove(where: regex.matches), context)
             case 81..<85:
                 let capacity = Int.random(in: 1...24, using: &random)
                 #expect(cache.resize(capacity) == model.resize(capacity), context)

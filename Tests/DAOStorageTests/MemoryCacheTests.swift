@@ -1,5 +1,7 @@
 import DAOEngine
 import DAOValue
+import Foundation
+import Synchronization
 import Testing
 @testable import DAOStorage
 
@@ -196,11 +198,37 @@ struct MemoryCacheTests {
         try cache.set("a22", 2, now: Self.now)
         try cache.set("xa1", 3, now: Self.now)
         // Whole-key match: "xa1" contains a match but is not one.
-        #expect(cache.remove(matching: try PosixRegex("a[0-9]+")) == 2)
+        #expect(try cache.remove(matching: try CallerRegex("a[0-9]+")) == 2)
         #expect(Self.order(cache) == ["xa1", "img.jpg"])
         #expect(cache.removeAll() == 2)
         #expect(cache.count == 0)
         #expect(cache.budget.used == 0)
+    }
+
+    /// A pattern whose matching over the keys passes the budget removes
+    /// nothing, and the cache answers other calls while it is matched.
+    @Test func aRegexRemovalPastItsBudgetRemovesNothingAndHoldsNoOtherCall() throws {
+        var random = SplitMix64(seed: 9)
+        let keys = (0..<300).map { _ in String((0..<1024).map { _ in random.next() % 2 == 0 ? "a" : "b" }) }
+        let cache = try Self.cache(400, keys, budget: MemoryBudget(bytes: 8 << 20))
+        let regex = try CallerRegex("(?:.*a[ab]{10}){30}")
+        let reads = Atomic<Int>(0)
+        let done = Atomic<Bool>(false)
+        let reader = Thread {
+            while !done.load(ordering: .acquiring) {
+                _ = cache.exists(keys[0], now: Self.now)
+                reads.add(1, ordering: .relaxed)
+            }
+        }
+        reader.start()
+        let started = ContinuousClock.now
+        #expect(throws: EngineError.self) { try cache.remove(matching: regex) }
+        let elapsed = ContinuousClock.now - started
+        done.store(true, ordering: .releasing)
+        #expect(cache.count == 300)
+        #expect(elapsed < .seconds(1), "\(elapsed)")
+        // While the keys were matched, the cache went on answering.
+        #expect(reads.load(ordering: .relaxed) > 1_000)
     }
 
     // MARK: Budget
@@ -316,7 +344,7 @@ struct MemoryCacheTests {
         expectUsed([("s.x", 3), ("r9", 4), ("e", "evicting")], "prefix")
         cache.remove(suffix: ".x")
         expectUsed([("r9", 4), ("e", "evicting")], "suffix")
-        cache.remove(matching: try PosixRegex("r[0-9]"))
+        try cache.remove(matching: try CallerRegex("r[0-9]"))
         expectUsed([("e", "evicting")], "regex")
         cache.remove(keys: ["e"])
         expectUsed([], "keys")

@@ -265,11 +265,17 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// Removes the entries whose whole key matches a POSIX extended regular
-    /// expression (`removeObjectsWithRegex:`).
+    /// Removes the entries whose whole key matches a caller's regular
+    /// expression (`removeObjectsWithRegex:`), and answers how many.
+    ///
+    /// The keys are matched outside the cache's lock, so a slow pattern holds
+    /// no other call on the cache; one that passes `CallerRegex`'s budget
+    /// removes nothing. An entry set between the match and the removal under a
+    /// matching key is removed too, as if it had been set just before.
     @discardableResult
-    public func remove(matching regex: PosixRegex) -> Int {
-        removeEntries { key, _ in regex.matchesWhole(key) }
+    public func remove(matching regex: CallerRegex) throws(EngineError) -> Int {
+        let keys = state.withLock { state in state.list.positions(fromHead: true).map { state.list.key(at: $0) } }
+        return remove(keys: try regex.selecting(keys, name: { $0 }))
     }
 
     /// Removes the entries whose key starts with `prefix` (`removeObjectsWithPrefix:`).

@@ -90,10 +90,10 @@ extension OpenAPIDescription {
         )
         paths["/modules/{module}/tables/delete"] = .init(OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Delete the module's tables matching a pattern",
-            description: "Drops the tables the module created whose whole name matches a POSIX extended regular expression (deleteTablesWithRegex), optionally followed by VACUUM. \(adminOrOwner)",
+            description: "Drops the tables the module created whose whole name matches a regular expression (deleteTablesWithRegex; RE2 syntax, the Perl/ICU syntax less back-references, lookaround, atomic groups and possessive quantifiers; matched in linear time), optionally followed by VACUUM. \(adminOrOwner)",
             operationId: "deleteTables", parameters: [.init(user), storage],
             requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                properties: ["pattern": .string(maxLength: 256), "vacuum": .boolean(required: false, nullable: true)],
+                properties: ["pattern": .string(maxLength: CallerRegex.maximumPatternLength), "vacuum": .boolean(required: false, nullable: true)],
                 additionalProperties: .init(false))))], required: true),
             responses: responses(.object(properties: ["deleted": .array(items: .string), "vacuumed": .boolean,
                                                       "progress": .array(items: .number(format: .double))],

@@ -197,7 +197,7 @@ extension OpenAPIDescription {
                     ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
                        .object(properties: ["prefix": .string], additionalProperties: .init(false)),
                        .object(properties: ["suffix": .string], additionalProperties: .init(false)),
-                       .object(properties: ["regex": .string(description: "A POSIX extended regular expression the whole key matches.", maxLength: 256)],
+                       .object(properties: ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).", maxLength: CallerRegex.maximumPatternLength)],
                                additionalProperties: .init(false)),
                        .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
                     : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),

@@ -1,5 +1,4 @@
 import CRE2
-import Foundation
 
 /// A regular expression a caller sent — the pattern of the reference's
 /// `deleteTablesWithRegex:` and `removeObjectsWithRegex:` — matched against

@@ -13,7 +13,7 @@ import HTTPTransport
 /// every template here, so a route added to the table is covered.
 extension Gateway {
     /// Every path the API answers; `{key}` takes the rest of the path, `/` included.
-    static let routeTemplates: [RouteTemplate] = [
+    public static let routeTemplates: [RouteTemplate] = [
         "/dao/{module}/{method}",
         "/transaction",
         "/modules",

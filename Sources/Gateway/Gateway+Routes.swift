@@ -43,58 +43,74 @@ extension Gateway {
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
     static func pathSegments(_ path: String) throws(Problem) -> [String] {
-        let utf8 = path.utf8
-        guard utf8.first == UInt8(ascii: "/") else { return [] }
-        var segments: [String] = []
-        for raw in utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            segments.append(try decodeSegment(raw))
+        var path = path
+        // Split on the byte, not on Characters: "/" followed by a combining
+        // mark or an emoji modifier is one Character, and must still split.
+        let segments = path.withUTF8 { bytes -> Result<[String], Problem> in
+            guard bytes.first == UInt8(ascii: "/") else { return .success([]) }
+            var segments: [String] = []
+            var start = 1
+            for index in 1...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                switch decodeSegment(UnsafeBufferPointer(rebasing: bytes[start..<index])) {
+                case .success(let segment): segments.append(segment)
+                case .failure(let problem): return .failure(problem)
+                }
+                start = index + 1
+            }
+            return .success(segments)
         }
-        return segments
+        return try segments.get()
     }
+
+    /// The templates by their first segment, a literal in each.
+    private static let templatesByFirstSegment: [String: [RouteTemplate]] = Dictionary(
+        grouping: routeTemplates, by: { template in
+            guard case .literal(let first)? = template.segments.first else { preconditionFailure("\(template) starts with a parameter") }
+            return first
+        })
 
     /// The template the segments fit, its parameters checked; 404 when none fits.
     static func matchRoute(_ segments: [String], _ request: HTTPRequest) throws(Problem) -> RouteTemplate {
-        for template in routeTemplates {
-            guard let parameters = template.match(segments) else { continue }
-            for (parameter, value) in parameters { try parameter.check(value) }
+        for template in templatesByFirstSegment[segments.first ?? ""] ?? [] where template.fits(segments) {
+            for (index, segment) in template.segments.enumerated() {
+                guard case .parameter(let parameter) = segment else { continue }
+                let rest = parameter == .key && index < segments.count - 1
+                try parameter.check(rest ? segments[index...].joined(separator: "/") : segments[index])
+            }
             return template
         }
         throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
     }
 
     /// One segment, percent-decoded: UTF-8 without control characters, or a 400.
-    private static func decodeSegment(_ raw: Substring.UTF8View.SubSequence) throws(Problem) -> String {
-        let decoded: [UInt8]
-        if raw.contains(UInt8(ascii: "%")) {
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(raw.count)
-            var index = raw.startIndex
-            while index != raw.endIndex {
-                let byte = raw[index]
-                index = raw.index(after: index)
-                guard byte == UInt8(ascii: "%") else {
-                    bytes.append(byte)
-                    continue
-                }
-                guard index != raw.endIndex, let high = hexValue(raw[index]),
-                      raw.index(after: index) != raw.endIndex, let low = hexValue(raw[raw.index(after: index)]) else {
-                    throw Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)")
-                }
-                bytes.append(high << 4 | low)
-                index = raw.index(index, offsetBy: 2)
+    private static func decodeSegment(_ raw: UnsafeBufferPointer<UInt8>) -> Result<String, Problem> {
+        // The common case: printable ASCII with nothing to decode.
+        if raw.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") }) {
+            return .success(String(decoding: raw, as: UTF8.self))
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(raw.count)
+        var index = 0
+        while index < raw.count {
+            guard raw[index] == UInt8(ascii: "%") else {
+                decoded.append(raw[index])
+                index += 1
+                continue
             }
-            decoded = bytes
-        } else {
-            decoded = Array(raw)
+            guard index + 2 < raw.count, let high = hexValue(raw[index + 1]), let low = hexValue(raw[index + 2]) else {
+                return .failure(Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
+            }
+            decoded.append(high << 4 | low)
+            index += 3
         }
         if let control = decoded.first(where: { $0 < 0x20 || $0 == 0x7F }) {
             let hex = String(control, radix: 16, uppercase: true)
-            throw Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)")
+            return .failure(Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
         }
         guard let text = String(validating: decoded, as: UTF8.self) else {
-            throw Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8")
+            return .failure(Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8"))
         }
-        return text
+        return .success(text)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
@@ -149,21 +165,17 @@ public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringC
         }
     }
 
-    /// The parameters' values when the decoded segments fit the template, nil when they do not.
-    func match(_ parts: [String]) -> [(PathParameter, String)]? {
-        var parameters: [(PathParameter, String)] = []
-        for (index, segment) in segments.enumerated() {
-            guard index < parts.count else { return nil }
-            switch segment {
-            case .literal(let literal):
-                guard parts[index] == literal else { return nil }
-            case .parameter(.key):
-                parameters.append((.key, parts[index...].joined(separator: "/")))
-                return parameters
-            case .parameter(let parameter):
-                parameters.append((parameter, parts[index]))
-            }
+    /// Whether the decoded segments fit the template: its literals where they stand, as many segments (or more,
+    /// for a `{key}`, which takes the rest).
+    func fits(_ parts: [String]) -> Bool {
+        if segments.last == .parameter(.key) {
+            guard parts.count >= segments.count else { return false }
+        } else {
+            guard parts.count == segments.count else { return false }
         }
-        return parts.count == segments.count ? parameters : nil
+        for (index, segment) in segments.enumerated() {
+            if case .literal(let literal) = segment, parts[index] != literal { return false }
+        }
+        return true
     }
 }

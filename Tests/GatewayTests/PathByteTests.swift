@@ -97,6 +97,25 @@ struct PathByteTests {
         #expect(Self.snapshot(fixture) == before)
     }
 
+    /// The router's table and the OpenAPI description name the same paths: a route added to one and not the
+    /// other fails here, so the sweep above covers every documented route.
+    @Test func theRouteTableAndTheDescriptionNameTheSamePaths() throws {
+        let fixture = try GatewayFixture()
+        let documented = try #require(fixture.send("GET", "/openapi.json").json[member: "paths"]?.objectValue).keys
+        let samples = Dictionary(uniqueKeysWithValues: Self.samples.map { ("{\($0.key.rawValue)}", $0.value) })
+        func instantiate(_ path: String) -> String {
+            path.split(separator: "/").map { samples[String($0)] ?? String($0) }.reduce("") { $0 + "/" + $1 }
+        }
+        // The description has one path per kind and space where the table has a parameter.
+        let kindsAndSpaces = ["disk": "memory", "user": "common"]
+        let fromDocument = Set(documented.map { path in
+            instantiate(path.split(separator: "/").map { kindsAndSpaces[String($0)] ?? String($0) }.joined(separator: "/"))
+        })
+        let fromTable = Set(Gateway.routeTemplates.map { instantiate($0.description) })
+        // Every documented path is one of the table's (a DAO method's path once, at the sample's), and back.
+        #expect(fromDocument.filter { !$0.hasPrefix("/dao/") || $0 == "/dao/Demo/insertItem" } == fromTable)
+    }
+
     /// The template's path with every parameter at its sample, the one at `swept` with `escape` and a `z` after it.
     private func path(_ template: RouteTemplate, swept: Int?, escape: String) -> String {
         template.segments.enumerated().map { index, segment in

@@ -15,7 +15,7 @@ extension Gateway {
             // A literal `null` too: the description says object, and no body already means no arguments.
             throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
-        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(request.header(Self.tableHeader)))
+        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(request, Self.tableHeader)))
         let context = try context(request)
         do {
             let result = try engine.call(call, context: context)
@@ -56,7 +56,7 @@ extension Gateway {
             }
             var table: String?
             switch members["table"] {
-            case nil, .null?: table = nonEmpty(request.header(Self.tableHeader))
+            case nil, .null?: table = nonEmpty(try header(request, Self.tableHeader))
             case .string(let name)?: table = name
             default: throw invalid("table must be a string")
             }

@@ -25,7 +25,7 @@ extension Gateway {
         }
         let context = try context(request)
         // Checked whenever sent, as the description says, and confined to the module's own tables (the engine).
-        let table = nonEmpty(request.header(Self.tableHeader))
+        let table = nonEmpty(try self.header(request, Self.tableHeader))
         if let table, let problem = tableNameProblem(table) {
             throw Problem(400, "invalid_table", "table '\(table.prefix(80))': \(problem)")
         }
@@ -156,7 +156,7 @@ extension Gateway {
     func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
         var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
         required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
-        guard let given = request.header("Authorization") else { throw required }
+        guard let given = try header(request, "Authorization") else { throw required }
         guard let token = configuration.adminToken else {
             throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
         }

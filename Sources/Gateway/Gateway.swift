@@ -100,6 +100,9 @@ public final class Gateway: HTTPResponder {
         let problem = switch refusal {
         case .bodyTooLarge(let limit): Problem(refusal.status, "body_too_large", "the body is larger than the limit of \(limit) bytes")
         case .shuttingDown: Problem(refusal.status, "shutting_down", "the server is shutting down")
+        case .invalidRequest(let reason): Problem(refusal.status, "invalid_request", reason)
+        case .unsupportedTransferCoding:
+            Problem(refusal.status, "unsupported_transfer_coding", "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
         }
         metrics.count(status: problem.status)
         return withLogMetadata(problem.response(JSONWriteOptions()), request)
@@ -107,14 +110,14 @@ public final class Gateway: HTTPResponder {
 
     /// Adds what the access log may show of the caller: a digest of the user, never the id.
     private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
-        guard configuration.accessLog, let user = request.header(Self.userHeader) else { return response }
+        guard configuration.accessLog, let user = request.values(of: Self.userHeader).first else { return response }
         var response = response
         response.logMetadata.append(("user", (try? UserID(user))?.description ?? "user#invalid"))
         return response
     }
 
     private func int64Encoding(_ request: HTTPRequest) throws(Problem) -> JSONWriteOptions {
-        switch request.header(Self.int64Header)?.lowercased() {
+        switch try header(request, Self.int64Header)?.lowercased() {
         case nil, "number": return JSONWriteOptions()
         case "string": return JSONWriteOptions(int64AsString: true)
         case let other?:
@@ -125,14 +128,8 @@ public final class Gateway: HTTPResponder {
     // MARK: Routing
 
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        // The hot route first, without splitting the path into an array.
-        if request.method == "POST", let (module, method) = Self.daoTarget(request.path) {
-            return try call(request, module: module, method: method, encoding)
-        }
-        // Split on the byte, not on Characters: "/" followed by a combining
-        // mark or an emoji modifier is one Character, and must still split.
-        let parts = request.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
-            .map { String(Substring($0)) }
+        let parts = try Self.pathSegments(request.path)
+        _ = try Self.matchRoute(parts, request)
         switch (request.method, parts.first ?? "") {
         case (_, "dao") where parts.count == 3:
             try allow(request, ["POST"])
@@ -162,7 +159,7 @@ public final class Gateway: HTTPResponder {
         case (_, "events") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
             // The admin (with the token) sees every storage's events; anyone else shared storages' and their own.
-            let everything = request.header("Authorization") != nil
+            let everything = try header(request, "Authorization") != nil
             if everything { try authorizeAdmin(request) }
             return json(events.summary(user: try caller(request).user, everything: everything))
         case (_, "metrics") where parts.count == 1:
@@ -172,18 +169,6 @@ public final class Gateway: HTTPResponder {
         default:
             throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
         }
-    }
-
-    /// `{module}` and `{method}` of `/dao/{module}/{method}`, when the path is one.
-    static func daoTarget(_ path: String) -> (String, String)? {
-        let utf8 = path.utf8
-        guard utf8.starts(with: "/dao/".utf8) else { return nil }
-        let rest = utf8.dropFirst(5)
-        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return nil }
-        let module = rest[..<slash]
-        let method = rest[rest.index(after: slash)...]
-        guard !module.isEmpty, !method.isEmpty, !method.contains(UInt8(ascii: "/")) else { return nil }
-        return (String(Substring(module)), String(Substring(method)))
     }
 
     /// Refuses a method the route does not take (405, with `Allow`).
@@ -199,10 +184,11 @@ public final class Gateway: HTTPResponder {
     /// The caller's user and storage, from the headers; either, when sent, must
     /// be valid (even where a route would not use it), as the description says.
     func caller(_ request: HTTPRequest) throws(Problem) -> (user: UserID?, storage: String?) {
-        let storage = nonEmpty(request.header(Self.storageHeader))
+        let storage = nonEmpty(try header(request, Self.storageHeader))
+        let userHeader = try header(request, Self.userHeader)
         let user: UserID?
         do {
-            user = try request.header(Self.userHeader).map(UserID.init)
+            user = try userHeader.map(UserID.init)
         } catch {
             throw Problem(error)
         }
@@ -210,6 +196,17 @@ public final class Gateway: HTTPResponder {
             throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
         return (user, storage)
+    }
+
+    /// The value of a header the gateway reads; every one takes a single value,
+    /// so a header sent twice is a 400 `duplicate_header` (which copy counts
+    /// would be ambiguous, and a proxy in front could have checked the other).
+    func header(_ request: HTTPRequest, _ name: String) throws(Problem) -> String? {
+        do {
+            return try request.header(name)
+        } catch {
+            throw Problem(400, "duplicate_header", "the header \(error.name) was sent more than once; it takes one value")
+        }
     }
 
     /// The caller's user and storage, for the engine.
@@ -226,7 +223,7 @@ public final class Gateway: HTTPResponder {
     /// The body as JSON: null when empty. A body needs `Content-Type: application/json`.
     func jsonBody(_ request: HTTPRequest) throws(Problem) -> Value {
         if request.body.isEmpty { return .null }
-        guard let type = request.header("Content-Type") else {
+        guard let type = try header(request, "Content-Type") else {
             throw Problem(415, "unsupported_media_type", "a body needs Content-Type: application/json")
         }
         guard Self.isJSON(type) else {

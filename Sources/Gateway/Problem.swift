@@ -30,6 +30,7 @@ public struct Problem: Error, Sendable {
             "invalid_json": 400, "invalid_body": 400, "invalid_header": 400, "not_found": 404,
             "method_not_allowed": 405, "unsupported_media_type": 415, "body_too_large": 413,
             "admin_required": 401, "admin_disabled": 403, "shutting_down": 503, "internal": 500,
+            "invalid_path": 400, "duplicate_header": 400, "invalid_request": 400, "unsupported_transfer_coding": 501,
         ]
         for code in RenderError.Code.allCases { statuses[code.rawValue] = 400 }
         for code in EngineError.Code.allCases where code != .invalidArguments {
@@ -116,6 +117,7 @@ public struct Problem: Error, Sendable {
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 500: "Internal Server Error"
+        case 501: "Not Implemented"
         case 503: "Service Unavailable"
         case 507: "Insufficient Storage"
         default: "Error"

@@ -1,8 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CMicroHTTPD
 import Logging
 import Synchronization
 
-/// What libmicrohttpd's callbacks reach through their `cls` pointer: the responder, the body limit, the access log and the counts shutdown watches.
+/// What libmicrohttpd's callbacks reach through their `cls` pointer: the responder, the body limit, the access log, the watchdog and the counts shutdown watches.
 ///
 /// The server passes it unretained: it owns the context and stops the daemon
 /// before letting it go.
@@ -10,6 +13,8 @@ final class DaemonContext: Sendable {
     let responder: any HTTPResponder
     let maximumBodySize: Int
     let accessLog: Logger?
+    /// The deadlines of requests' headers and bodies; nil when neither has one.
+    let watchdog: ConnectionWatchdog?
     /// Requests presented to the access handler whose completion has not been notified yet.
     let inFlightRequests = Atomic<Int>(0)
     /// Set when shutdown begins: new requests are refused from then on.
@@ -17,50 +22,97 @@ final class DaemonContext: Sendable {
     /// The last message libmicrohttpd logged, which says why the daemon failed to start.
     let lastDiagnostic = Mutex<String?>(nil)
 
-    init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?) {
+    init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?, watchdog: ConnectionWatchdog?) {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
         self.accessLog = accessLog
+        self.watchdog = watchdog
     }
 }
 
-/// One request's state between libmicrohttpd's calls, held retained by its `con_cls` from the first call to the completion callback.
+/// One request's state between libmicrohttpd's calls, held retained by its `con_cls` from the request line to the completion callback.
 final class RequestState {
     let started = ContinuousClock.now
-    var request: HTTPRequest
+    /// The request target (path and query) as the client sent it, copied before libmicrohttpd cuts it.
+    let target: [UInt8]
+    /// The deadlines of the request's connection; nil without a watchdog.
+    let connection: ConnectionDeadline?
+    /// Set by the access handler's first call, once the headers are in.
+    var begun = false
+    var request = HTTPRequest(method: "", path: "")
     /// Set once the body grew past the limit: the rest is read and dropped, and the answer is 413.
     var bodyLimitExceeded = false
     /// The status of the response queued, nil until then.
     var status: Int?
     var logMetadata: [(name: String, value: String)] = []
 
-    init(request: HTTPRequest) {
-        self.request = request
+    init(target: [UInt8], connection: ConnectionDeadline?) {
+        self.target = target
+        self.connection = connection
     }
 }
 
 extension DaemonContext {
+    /// A connection opened: the watchdog starts the deadline of its first request's headers.
+    func opened(connection: OpaquePointer, socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let watchdog else { return }
+        let socket = daogate_mhd_connection_socket(connection)
+        guard socket >= 0 else { return }
+        socketContext.pointee = Unmanaged.passRetained(watchdog.opened(socket: socket)).toOpaque()
+    }
+
+    /// A connection is closing (its socket is still open): the watchdog lets it go.
+    func closed(socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let pointer = socketContext.pointee else { return }
+        socketContext.pointee = nil
+        watchdog?.closed(Unmanaged<ConnectionDeadline>.fromOpaque(pointer).takeRetainedValue())
+    }
+
+    /// The request line is in: the request's state, holding the target exactly as sent (libmicrohttpd then cuts
+    /// the query off and decodes the path in place, into a C string that a `%00` would end).
+    func arrive(target: UnsafePointer<CChar>, connection: OpaquePointer?) -> RequestState {
+        let bytes = UnsafeRawBufferPointer(start: target, count: strlen(target))
+        let deadline = connection.flatMap(daogate_mhd_connection_context)
+            .map { Unmanaged<ConnectionDeadline>.fromOpaque($0).takeUnretainedValue() }
+        return RequestState(target: Array(bytes), connection: deadline)
+    }
+
     /// The access handler's first call, once the headers are in: builds the request, or refuses it at once.
+    ///
+    /// libmicrohttpd ends the target where the version begins (`url` and
+    /// `version` point into the request line): a shorter copy means a raw NUL
+    /// ended it early.
     func begin(
+        state: RequestState,
         connection: OpaquePointer,
         method: UnsafePointer<CChar>?,
         url: UnsafePointer<CChar>?,
-        slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        version: UnsafePointer<CChar>?
     ) -> MHD_Result {
-        let request = HTTPRequest(
-            method: method.map { String(cString: $0) } ?? "",
-            path: url.map { String(cString: $0) } ?? "",
-            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND),
-            headers: connectionValues(connection, kind: .HEADER_KIND)
-        )
-        let state = RequestState(request: request)
-        slot.pointee = Unmanaged.passRetained(state).toOpaque()
+        state.begun = true
         inFlightRequests.add(1, ordering: .sequentiallyConsistent)
-
+        if let deadline = state.connection { watchdog?.awaitBody(deadline) }
+        let headers = connectionValues(connection, kind: .HEADER_KIND)
+        let framing = RequestFraming(
+            target: state.target,
+            targetIsWhole: url.map { $0 + state.target.count + 1 } == version,
+            version: version.map { String(cString: $0) } ?? "",
+            headers: headers,
+            transferEncoding: MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) }
+        )
+        state.request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "",
+            path: framing.path ?? "",
+            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND),
+            headers: headers
+        )
         if isDraining.load(ordering: .sequentiallyConsistent) {
             return refuse(.shuttingDown, state: state, connection: connection)
         }
-        if let length = request.header("Content-Length").flatMap(declaredLength) {
+        if let refusal = framing.refusal {
+            return refuse(refusal, state: state, connection: connection)
+        }
+        if let length = state.request.values(of: "Content-Length").first.flatMap(declaredLength) {
             if length > UInt64(maximumBodySize) {
                 return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
             }
@@ -83,6 +135,7 @@ extension DaemonContext {
     /// The access handler's last call, with the request complete: asks the responder and queues its answer.
     func finish(state: RequestState, connection: OpaquePointer) -> MHD_Result {
         guard state.status == nil else { return .YES }
+        if let deadline = state.connection { watchdog?.answering(deadline) }
         if state.bodyLimitExceeded {
             return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
         }
@@ -91,8 +144,11 @@ extension DaemonContext {
         return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
     }
 
-    /// The completion callback: writes the access-log line and stops counting the request.
+    /// The completion callback: writes the access-log line, stops counting the request and starts the deadline
+    /// of the connection's next request.
     func complete(state: RequestState, termination: MHD_RequestTerminationCode) {
+        if let deadline = state.connection { watchdog?.awaitHeaders(deadline) }
+        guard state.begun else { return }
         if let accessLog {
             accessLog.info(
                 state.status == nil ? "request not answered" : "request",
@@ -121,6 +177,7 @@ extension DaemonContext {
         connection: OpaquePointer,
         closing: Bool
     ) -> MHD_Result {
+        if let deadline = state.connection { watchdog?.answering(deadline) }
         let created = response.body.withUnsafeBytes { bytes in
             MHD_create_response_from_buffer(
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)

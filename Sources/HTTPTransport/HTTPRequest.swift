@@ -2,7 +2,11 @@
 public struct HTTPRequest: Sendable {
     /// The method token as sent: "GET", "POST", …
     public var method: String
-    /// The URL path, percent-decoded by libmicrohttpd, without the query.
+    /// The path of the request target exactly as sent, still percent-encoded,
+    /// without the query: the router splits it on `/` and decodes each segment
+    /// itself, so `%2F` stays inside its segment and `%00` cannot end the path.
+    /// The transport refuses a target holding a raw control byte or bytes that
+    /// are not UTF-8; any other byte is here as sent.
     public var path: String
     /// The query arguments in the order sent, percent-decoded; an argument without `=` has the value "".
     public var query: [(name: String, value: String)]
@@ -25,14 +29,37 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    /// The value of the first header field named `name`, compared without regard to ASCII case.
-    public func header(_ name: String) -> String? {
-        headers.first { asciiCaseInsensitiveEquals($0.name, name) }?.value
+    /// The value of the header field named `name` (compared without regard to
+    /// ASCII case), nil when it was not sent; a field sent more than once is an
+    /// error, as every header the server reads takes one value: which one
+    /// counts would be ambiguous, and a proxy in front could pick the other.
+    public func header(_ name: String) throws(DuplicateHeader) -> String? {
+        var found: String?
+        for field in headers where asciiCaseInsensitiveEquals(field.name, name) {
+            guard found == nil else { throw DuplicateHeader(name: name) }
+            found = field.value
+        }
+        return found
+    }
+
+    /// Every value of the header fields named `name`, in the order sent.
+    public func values(of name: String) -> [String] {
+        headers.filter { asciiCaseInsensitiveEquals($0.name, name) }.map(\.value)
     }
 
     /// The value of the first query argument named `name` (compared exactly).
     public func queryValue(_ name: String) -> String? {
         query.first { $0.name == name }?.value
+    }
+}
+
+/// A single-valued header field sent more than once.
+public struct DuplicateHeader: Error, Sendable, Equatable {
+    /// The field's name as the server reads it.
+    public var name: String
+
+    public init(name: String) {
+        self.name = name
     }
 }
 

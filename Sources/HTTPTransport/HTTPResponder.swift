@@ -4,12 +4,20 @@ public enum TransportRefusal: Sendable, Equatable {
     case bodyTooLarge(limit: Int)
     /// The server is draining on shutdown and takes no new request: 503.
     case shuttingDown
+    /// A request whose target or framing is malformed or ambiguous (two
+    /// `Content-Length`s, `Content-Length` with `Transfer-Encoding`, a raw
+    /// control byte in the target, …): 400, refused before any body is read.
+    case invalidRequest(String)
+    /// A `Transfer-Encoding` other than `chunked`, which the server does not implement: 501 (RFC 9112 §6.1).
+    case unsupportedTransferCoding
 
     /// The status code of the refusal.
     public var status: Int {
         switch self {
         case .bodyTooLarge: 413
         case .shuttingDown: 503
+        case .invalidRequest: 400
+        case .unsupportedTransferCoding: 501
         }
     }
 
@@ -18,6 +26,8 @@ public enum TransportRefusal: Sendable, Equatable {
         switch self {
         case .bodyTooLarge(let limit): "request body larger than \(limit) bytes"
         case .shuttingDown: "server is shutting down"
+        case .invalidRequest(let reason): reason
+        case .unsupportedTransferCoding: "the only transfer coding taken is chunked"
         }
     }
 }

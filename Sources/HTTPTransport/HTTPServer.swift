@@ -36,7 +36,9 @@ public final class HTTPServer: Sendable {
         self.context = DaemonContext(
             responder: responder,
             maximumBodySize: configuration.maximumBodySize,
-            accessLog: accessLog
+            accessLog: accessLog,
+            watchdog: ConnectionWatchdog(headerTimeout: configuration.headerTimeout, bodyTimeout: configuration.bodyTimeout,
+                                         log: accessLog)
         )
     }
 
@@ -72,9 +74,12 @@ public final class HTTPServer: Sendable {
                         UInt32(configuration.threads),
                         UInt32(configuration.connectionTimeout),
                         UInt32(configuration.connectionLimit),
+                        UInt32(configuration.connectionsPerAddress),
                         Self.connectionMemoryLimit,
                         handleAccess,
                         handleCompletion,
+                        handleConnection,
+                        handleTarget,
                         handleDiagnostic,
                         Unmanaged.passUnretained(context).toOpaque()
                     )
@@ -85,6 +90,7 @@ public final class HTTPServer: Sendable {
                 throw HTTPServerError(message: "cannot listen on \(place): \(reason)")
             }
             state = .running(Daemon(handle: handle))
+            context.watchdog?.start()
             return daogate_mhd_bound_port(handle)
         }
         boundPort.store(port, ordering: .sequentiallyConsistent)
@@ -132,6 +138,7 @@ public final class HTTPServer: Sendable {
             nanosleep(&pause, nil)
         }
         MHD_stop_daemon(daemon.handle)
+        context.watchdog?.stop()
         if listenSocket >= 0 {
             close(listenSocket)
         }

@@ -16,6 +16,17 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionTimeout: Int
     /// The most connections open at once; must be at least `threads`.
     public var connectionLimit: Int
+    /// The most connections open at once from one client address (0: no limit); more are closed as they come.
+    ///
+    /// Behind a proxy every connection comes from the proxy's address.
+    public var connectionsPerAddress: Int
+    /// How long a request's headers may take to arrive, counted from the connection's opening or the end of its
+    /// previous response, however the client trickles them (so also how long a keep-alive connection may idle);
+    /// `.zero`: no limit. Past it the connection is closed.
+    public var headerTimeout: Duration
+    /// How long a request's body may take to arrive once its headers are in; `.zero`: no limit. Past it the
+    /// connection is closed.
+    public var bodyTimeout: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -23,7 +34,10 @@ public struct HTTPServerConfiguration: Sendable {
         threads: Int = HTTPServerConfiguration.onlineCores,
         maximumBodySize: Int = 1 << 20,
         connectionTimeout: Int = 30,
-        connectionLimit: Int = 1024
+        connectionLimit: Int = 1024,
+        connectionsPerAddress: Int = 128,
+        headerTimeout: Duration = .seconds(10),
+        bodyTimeout: Duration = .seconds(60)
     ) {
         self.host = host
         self.port = port
@@ -31,6 +45,9 @@ public struct HTTPServerConfiguration: Sendable {
         self.maximumBodySize = maximumBodySize
         self.connectionTimeout = connectionTimeout
         self.connectionLimit = connectionLimit
+        self.connectionsPerAddress = connectionsPerAddress
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
     }
 
     /// The number of processors online, the default thread count.
@@ -49,6 +66,10 @@ public struct HTTPServerConfiguration: Sendable {
         if connectionLimit < threads || connectionLimit > Int(UInt32.max) {
             return "connectionLimit must be at least threads (\(threads)), not \(connectionLimit)"
         }
+        if connectionsPerAddress < 0 || connectionsPerAddress > connectionLimit {
+            return "connectionsPerAddress must be between 0 and connectionLimit (\(connectionLimit)), not \(connectionsPerAddress)"
+        }
+        if headerTimeout < .zero || bodyTimeout < .zero { return "headerTimeout and bodyTimeout must not be negative" }
         return nil
     }
 }

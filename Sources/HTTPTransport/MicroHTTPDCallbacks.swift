@@ -5,7 +5,35 @@ import CMicroHTTPD
 
 // libmicrohttpd's callbacks: file-scope functions that capture nothing, reaching
 // the server through `cls` (a `DaemonContext`, unretained) and each request
-// through `con_cls` (a `RequestState`, retained until completion).
+// through `con_cls` (a `RequestState`, retained from the request line until
+// completion) and each connection through `socket_context` (a
+// `ConnectionDeadline`, retained from its start until its close).
+
+/// Called with the request line's target, before libmicrohttpd parses it: the request's state, retained.
+func handleTarget(
+    _ cls: UnsafeMutableRawPointer?,
+    _ uri: UnsafePointer<CChar>?,
+    _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
+    guard let cls, let uri else { return nil }
+    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    return Unmanaged.passRetained(context.arrive(target: uri, connection: connection)).toOpaque()
+}
+
+/// Called when a connection starts and when it closes (before libmicrohttpd closes its socket).
+func handleConnection(
+    _ cls: UnsafeMutableRawPointer?,
+    _ connection: OpaquePointer?,
+    _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ event: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection, let socketContext else { return }
+    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
+    switch event {
+    case .CONNECTION_NOTIFY_STARTED: context.opened(connection: connection, socketContext: socketContext)
+    default: context.closed(socketContext: socketContext)
+    }
+}
 
 /// The access handler: called once the headers are in, for each piece of the body, and once the request is complete.
 func handleAccess(
@@ -18,12 +46,13 @@ func handleAccess(
     _ uploadDataSize: UnsafeMutablePointer<Int>?,
     _ slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> MHD_Result {
-    guard let cls, let connection, let uploadDataSize, let slot else { return .NO }
+    // Every request has its state from the request line (handleTarget).
+    guard let cls, let connection, let uploadDataSize, let slot, let pointer = slot.pointee else { return .NO }
     let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    guard let pointer = slot.pointee else {
-        return context.begin(connection: connection, method: method, url: url, slot: slot)
-    }
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
+    guard state.begun else {
+        return context.begin(state: state, connection: connection, method: method, url: url, version: version)
+    }
     if uploadDataSize.pointee > 0 {
         if let uploadData {
             context.receive(uploadData, count: uploadDataSize.pointee, state: state)

@@ -71,6 +71,18 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds an idle connection stays open (DAOGATE_TIMEOUT; default 30).")
     var timeout: Int?
 
+    @Option(help: "Connections open at once (DAOGATE_MAX_CONNECTIONS; default 1024).")
+    var maxConnections: Int?
+
+    @Option(help: "Connections open at once from one client address, 0 for no limit (DAOGATE_MAX_CONNECTIONS_PER_ADDRESS; default 128). Behind a proxy, every connection comes from the proxy's address.")
+    var maxConnectionsPerAddress: Int?
+
+    @Option(help: "Seconds a request's headers may take to arrive, from the connection's opening or its previous response, however slowly they trickle; 0 for no limit (DAOGATE_HEADER_TIMEOUT; default 10).")
+    var headerTimeout: Int?
+
+    @Option(help: "Seconds a request's body may take to arrive once its headers are in; 0 for no limit (DAOGATE_BODY_TIMEOUT; default 60).")
+    var bodyTimeout: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error (DAOGATE_LOG_LEVEL; default info).")
     var logLevel: String?
 
@@ -133,7 +145,9 @@ struct Serve: ParsableCommand {
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: settings.host, port: settings.port, threads: settings.threads,
-                maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout),
+                maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
+                connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
+                headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout)),
             responder: gateway,
             accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
         HTTPServer.blockTerminationSignals()
@@ -170,6 +184,10 @@ struct Settings {
     var maximumOpenDatabases: Int
     var synchronous: Synchronous
     var timeout: Int
+    var maximumConnections: Int
+    var maximumConnectionsPerAddress: Int
+    var headerTimeout: Int
+    var bodyTimeout: Int
     var deploymentVersion: String
     var memoryCaches: MemoryCaches.Limits
     var maximumDiskCacheCapacity: Int
@@ -202,6 +220,11 @@ struct Settings {
         maximumOpenDatabases = try number(options.maxOpenDatabases, "DAOGATE_MAX_OPEN_DATABASES",
                                           Engine.Configuration(dataDirectory: "").maximumOpenDatabases, 1...100_000)
         timeout = try number(options.timeout, "DAOGATE_TIMEOUT", server.connectionTimeout, 1...86_400)
+        maximumConnections = try number(options.maxConnections, "DAOGATE_MAX_CONNECTIONS", server.connectionLimit, threads...1_000_000)
+        maximumConnectionsPerAddress = try number(options.maxConnectionsPerAddress, "DAOGATE_MAX_CONNECTIONS_PER_ADDRESS",
+                                                  min(server.connectionsPerAddress, maximumConnections), 0...maximumConnections)
+        headerTimeout = try number(options.headerTimeout, "DAOGATE_HEADER_TIMEOUT", Int(server.headerTimeout.components.seconds), 0...86_400)
+        bodyTimeout = try number(options.bodyTimeout, "DAOGATE_BODY_TIMEOUT", Int(server.bodyTimeout.components.seconds), 0...86_400)
         deploymentVersion = value(options.deploymentVersion, "DAOGATE_DEPLOYMENT_VERSION") ?? daogateVersion
         memoryCaches = MemoryCaches.Limits(
             maximumCapacity: try number(options.memoryCacheMaxCapacity, "DAOGATE_MEMORY_CACHE_MAX_CAPACITY", caches.maximumCapacity, 1...100_000_000),

@@ -12,8 +12,9 @@ final class RawClient {
     private let socket: Int32
     private var pending: [UInt8] = []
 
-    /// Connects to `host` (a numeric IPv4 or IPv6 address) on `port`; reads and writes give up after `timeout` seconds.
-    init(host: String = "127.0.0.1", port: UInt16, timeout: Int = 10) throws {
+    /// Connects to `host` (a numeric IPv4 or IPv6 address) on `port`, from the local address `source` when given
+    /// (another loopback address, say); reads and writes give up after `timeout` seconds.
+    init(host: String = "127.0.0.1", port: UInt16, source: String? = nil, timeout: Int = 10) throws {
         var hints = addrinfo()
         hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
         hints.ai_family = AF_UNSPEC
@@ -28,6 +29,18 @@ final class RawClient {
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(socket)
+                throw ClientError(description: "bind to \(source): \(String(cString: strerror(errno)))")
+            }
+        }
         guard connect(socket, info.ai_addr, info.ai_addrlen) == 0 else {
             let reason = String(cString: strerror(errno))
             close(socket)

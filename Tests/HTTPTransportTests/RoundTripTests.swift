@@ -19,12 +19,12 @@ struct RoundTripTests {
 
             let request = try #require(responder.requests.first)
             #expect(request.method == "PUT")
-            #expect(request.path == "/items/a b/é")
+            #expect(request.path == "/items/a%20b/%C3%A9")
             #expect(request.query.map(\.name) == ["x", "empty", "flag", "x", "sp"])
             #expect(request.query.map(\.value) == ["1", "", "", "2", "a&b"])
             #expect(request.headers.map(\.name) == ["Host", "X-One", "x-two", "Content-Length"])
             #expect(request.headers.map(\.value) == ["example", "1", "two words", "7"])
-            #expect(request.header("X-TWO") == "two words")
+            #expect(try request.header("X-TWO") == "two words")
             #expect(request.queryValue("x") == "1")
             #expect(request.body == body)
         }

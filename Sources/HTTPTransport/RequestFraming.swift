@@ -1,0 +1,72 @@
+/// What the transport checks of a request before a responder sees it or any of its body is read: the request
+/// target, the header fields and the framing of the body (RFC 9112 §2.2, §5, §6.1, §6.3).
+///
+/// libmicrohttpd frames a body by the first `Content-Length` it finds, and by
+/// any `Transfer-Encoding` as a body of unknown length that is chunked only
+/// when the value is exactly `chunked`. A request whose framing another HTTP
+/// implementation (a proxy in front) could read differently is refused, so
+/// that the rest of a body can never run as a request of its own.
+struct RequestFraming {
+    /// The request target as the client sent it (path and query), as far as libmicrohttpd's copy goes.
+    var target: [UInt8]
+    /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
+    var targetIsWhole: Bool
+    /// The protocol version of the request line (`HTTP/1.1`).
+    var version: String
+    /// The header fields, names as sent and values as libmicrohttpd keeps them.
+    var headers: [(name: String, value: String)]
+    /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
+    var transferEncoding: String?
+
+    /// Why the request must be refused, or nil when it may go on.
+    var refusal: TransportRefusal? {
+        guard targetIsWhole, !target.contains(where: isControl) else {
+            return .invalidRequest("the request target holds a control character")
+        }
+        guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
+        for field in headers {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(isTokenCharacter) else {
+                return .invalidRequest("a header field name holds a character a name cannot have")
+            }
+            guard !field.value.utf8.contains(where: { isControl($0) && $0 != 0x09 }) else {
+                return .invalidRequest("the header field \(field.name.prefix(60)) holds a control character")
+            }
+        }
+        let hosts = count("Host")
+        let lengths = count("Content-Length")
+        let encodings = count("Transfer-Encoding")
+        if hosts > 1 { return .invalidRequest("the request has more than one Host field") }
+        if lengths > 1 { return .invalidRequest("the request has more than one Content-Length field") }
+        if encodings > 1 { return .invalidRequest("the request has more than one Transfer-Encoding field") }
+        if encodings == 1 {
+            if lengths == 1 { return .invalidRequest("the request has both Content-Length and Transfer-Encoding") }
+            if version == "HTTP/1.0" { return .invalidRequest("an HTTP/1.0 request cannot have Transfer-Encoding") }
+            guard let transferEncoding, asciiCaseInsensitiveEquals(transferEncoding, "chunked") else {
+                return .unsupportedTransferCoding
+            }
+        }
+        return nil
+    }
+
+    /// The path of the target: up to the first `?`, when it is UTF-8.
+    var path: String? {
+        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
+        return String(validating: target[..<end], as: UTF8.self)
+    }
+
+    private func count(_ name: String) -> Int {
+        headers.reduce(0) { $0 + (asciiCaseInsensitiveEquals($1.name, name) ? 1 : 0) }
+    }
+}
+
+private func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
+
+/// `tchar` of RFC 9110 §5.6.2: what a field name is made of.
+private func isTokenCharacter(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        true
+    default:
+        Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+}

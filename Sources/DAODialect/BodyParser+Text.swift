@@ -14,6 +14,7 @@ extension BodyParser {
     /// Scans SQL text: folds whitespace, drops comments, follows quotes and
     /// turns `#{}`, `@{}`, `${}` and `%{}` into nodes.
     mutating func scan(_ text: [UInt8], line startLine: Int, into list: inout NodeList) throws(LoadError) {
+        try spend(bytes: text.count, line: startLine)
         var index = 0
         var line = startLine
         let count = text.count
@@ -130,19 +131,26 @@ extension BodyParser {
             if let table = module.tableName { list.append(text: table) } else { list.append(.table) }
             return
         }
-        if expanding.contains(name) {
-            throw failure(line, "${\(name)} includes itself: \((expanding + [name]).joined(separator: " → "))")
+        if module.cyclic.contains(name) {
+            throw failure(line, "${\(name)} cannot be expanded: it is on a cycle of inclusions")
+        }
+        if expanding.contains(where: { $0.name == name }) {
+            throw failure(line, "${\(name)} includes itself: \((expanding.map(\.name) + [name]).joined(separator: " → "))")
         }
         if let constant = module.consts[name] {
-            expanding.append(name)
-            defer { expanding.removeLast() }
+            expanding.append((name, line))
+            defer { expanding.removeLast(); nesting -= 1 }
+            try enter(line: line)
+            try spend(inclusions: 1, line: line)
             try scan(Array(constant.value.utf8), line: constant.line, into: &list)
         } else if let fragment = module.fragments[name] {
             guard quote == .none else {
                 throw failure(line, "${\(name)} is an sql fragment and cannot be used inside a quoted literal")
             }
-            expanding.append(name)
-            defer { expanding.removeLast() }
+            expanding.append((name, line))
+            defer { expanding.removeLast(); nesting -= 1 }
+            try enter(line: line)
+            try spend(inclusions: 1, line: line)
             for node in try parseNodes(fragment.children, allowDynamic: true) { list.append(node) }
         } else if scope.slot(for: name) != nil {
             throw failure(line, "${\(name)} names config content (a const, an sql fragment, T); to use the argument '\(name)' write #{\(name)}")

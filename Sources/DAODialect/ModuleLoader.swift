@@ -50,6 +50,10 @@ public enum ModuleLoader {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw LoadFailure(errors: [LoadError(file: file, line: 0, message: "cannot read the file")])
         }
+        guard data.count <= ModuleLimits.fileSize else {
+            throw LoadFailure(errors: [LoadError(file: file, line: 0, message:
+                "the file is \(data.count) bytes; a module file is at most \(ModuleLimits.fileSize >> 20) MiB")])
+        }
         return try load(bytes: [UInt8](data), file: file)
     }
 
@@ -64,9 +68,12 @@ public enum ModuleLoader {
         var parser = ModuleParser(file: file)
         let module = parser.parse(root)
         if let module, parser.errors.isEmpty { return module }
-        throw LoadFailure(errors: parser.errors.isEmpty
+        // A problem in a fragment is found again by each method that includes it: report it once.
+        var reported: [LoadError] = []
+        for error in parser.errors where !reported.contains(error) { reported.append(error) }
+        throw LoadFailure(errors: reported.isEmpty
             ? [LoadError(file: file, line: root.line, message: "the module could not be loaded")]
-            : parser.errors.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
+            : reported.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
     }
 }
 
@@ -107,6 +114,8 @@ func parseFlag(_ text: String) -> Bool? {
 struct ModuleParser {
     let file: String
     var errors: [LoadError] = []
+    /// What the module's bodies may still expand to, handed from one body's parser to the next.
+    var budget = ExpansionBudget()
 
     init(file: String) { self.file = file }
 
@@ -189,13 +198,16 @@ struct ModuleParser {
 
         var declarations = Declarations()
         collectDeclarations(root, into: &declarations)
+        let cyclic = checkInclusionCycles(declarations)
 
         var context = ModuleContext(
             file: file, tableName: tableName, consts: declarations.consts, fragments: declarations.fragments,
-            globals: Set(globals), encryptedProperties: declarations.encryptedProperties)
+            cyclic: cyclic, globals: Set(globals), encryptedProperties: declarations.encryptedProperties)
         var methods: [Method] = []
         var methodIndex: [String: Int] = [:]
         for (element, documentation) in declarations.methodElements {
+            // Once the module's SQL is over its size, every further method would only say so again.
+            if budget.isSpent { break }
             guard let method = parseMethod(element, moduleName: name, documentation: documentation, context: &context,
                                            maps: declarations.maps)
             else { continue }
@@ -203,7 +215,7 @@ struct ModuleParser {
             methods.append(method)
         }
         var upgrades: [Upgrade] = []
-        for element in declarations.upgradeElements {
+        for element in declarations.upgradeElements where !budget.isSpent {
             if let upgrade = parseUpgrade(element, moduleVersion: version, context: &context) {
                 if upgrades.contains(where: { $0.toVersion == upgrade.toVersion }) {
                     error(element.line, "another <upgrade> already goes to version \(upgrade.toVersion)")
@@ -427,6 +439,8 @@ struct ModuleParser {
         }
 
         var bodyParser = BodyParser(module: context, scope: scope, isWrite: kind != .select, method: id)
+        bodyParser.budget = budget
+        defer { budget = bodyParser.budget }
         let body: Body
         do {
             body = try bodyParser.parseMethodBody(element)
@@ -548,6 +562,8 @@ struct ModuleParser {
         }
         var parser = BodyParser(module: context, scope: Scope(arguments: [], globals: context.globals),
                                 isWrite: true, method: "upgrade to \(toVersion)")
+        parser.budget = budget
+        defer { budget = parser.budget }
         do {
             let statements = try parser.parseStatements(element, allowDynamic: false)
             return Upgrade(toVersion: toVersion, statements: statements, line: element.line)

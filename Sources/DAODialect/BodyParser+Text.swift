@@ -106,10 +106,16 @@ extension BodyParser {
             if modifier == "no" {
                 throw failure(line, "#{\(content)}: 'no \"\"' is for @{} only; #{} always binds a parameter")
             }
+            try refuseWholeObjectWithSecrets(path, written: "#{\(content)}", line: line)
             list.append(.bind(BindReference(path: path, orEmpty: modifier == "or",
                                             encryptedProperty: encryptedProperty(of: path), line: line)))
         case UInt8(ascii: "@"):
             let (path, modifier) = try parseReference(content, mark: mark, line: line)
+            if let property = encryptedProperty(of: path) {
+                throw failure(line, "@{\(content)} would write the crypt property '\(property)' into the SQL text in plain: "
+                    + "bind it with #{\(path)}, which encrypts it")
+            }
+            try refuseWholeObjectWithSecrets(path, written: "@{\(content)}", line: line)
             let mode: InlineReference.Mode
             switch (modifier, quote) {
             case ("no", _): mode = .raw
@@ -225,6 +231,15 @@ extension BodyParser {
         guard let first = tokens.first else { throw failure(line, malformed) }
         let resolved = try path(first, line: line, what: "\(mark){\(content)}")
         return (resolved, modifier)
+    }
+
+    /// Refuses, in a write method, a reference to a whole object of a class
+    /// with `crypt` properties: its JSON text would hold them in plain.
+    private func refuseWholeObjectWithSecrets(_ path: ValuePath, written: String, line: Int) throws(LoadError) {
+        guard isWrite, path.members.isEmpty, let className = scope.className(of: path.root),
+              let property = module.encryptedProperties[className]?.sorted().first else { return }
+        throw failure(line, "\(written) would write the whole \(className) object as JSON text, its crypt property "
+            + "'\(property)' in plain: write its properties one by one (#{\(path.root).\(property)} is encrypted)")
     }
 
     /// The `crypt` property a binding writes, if any.

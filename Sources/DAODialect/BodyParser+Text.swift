@@ -134,6 +134,7 @@ extension BodyParser {
     /// `${T}`, `${const}`, `${fragment}`.
     private mutating func expandConfig(_ name: String, line: Int, into list: inout NodeList) throws(LoadError) {
         if name == "T" || name == "t" {
+            namesTable = true
             if let table = module.tableName { list.append(text: table) } else { list.append(.table) }
             return
         }

@@ -143,6 +143,8 @@ struct BodyParser {
     var unguardedCollections: Set<String> = []
     /// Arguments inlined as raw text (`@{x no ""}`).
     var rawTextArguments: Set<String> = []
+    /// Whether a statement wrote `${T}` or `${t}`, directly or through a fragment or const.
+    var namesTable = false
 
     init(module: ModuleContext, scope: Scope, isWrite: Bool, method: String) {
         self.module = module

@@ -116,6 +116,8 @@ struct ModuleParser {
     var errors: [LoadError] = []
     /// What the module's bodies may still expand to, handed from one body's parser to the next.
     var budget = ExpansionBudget()
+    /// Whether any method or upgrade wrote `${T}` or `${t}`.
+    var namesTable = false
 
     init(file: String) { self.file = file }
 
@@ -245,7 +247,7 @@ struct ModuleParser {
         }
 
         return Module(
-            name: name, file: file, line: line, tableName: tableName, version: version,
+            name: name, file: file, line: line, tableName: tableName, isTemplate: tableName == nil && namesTable, version: version,
             resetOnUpgrade: resetOnUpgrade, upgradeMinVersion: upgradeMinVersion,
             initializer: initializer,
             userDependent: userDependent, storage: storage, database: database, globals: globals,
@@ -440,7 +442,10 @@ struct ModuleParser {
 
         var bodyParser = BodyParser(module: context, scope: scope, isWrite: kind != .select, method: id)
         bodyParser.budget = budget
-        defer { budget = bodyParser.budget }
+        defer {
+            budget = bodyParser.budget
+            namesTable = namesTable || bodyParser.namesTable
+        }
         let body: Body
         do {
             body = try bodyParser.parseMethodBody(element)
@@ -563,7 +568,10 @@ struct ModuleParser {
         var parser = BodyParser(module: context, scope: Scope(arguments: [], globals: context.globals),
                                 isWrite: true, method: "upgrade to \(toVersion)")
         parser.budget = budget
-        defer { budget = parser.budget }
+        defer {
+            budget = parser.budget
+            namesTable = namesTable || parser.namesTable
+        }
         do {
             let statements = try parser.parseStatements(element, allowDynamic: false)
             return Upgrade(toVersion: toVersion, statements: statements, line: element.line)

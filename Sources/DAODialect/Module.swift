@@ -198,6 +198,17 @@ public enum ScalarType: String, Sendable, CaseIterable {
     case double
     case string
     case binary
+
+    /// What a caller sends for it, in JSON's words: "an integer", "a boolean".
+    public var jsonPhrase: String {
+        switch self {
+        case .int, .longLong: "an integer"
+        case .bool: "a boolean"
+        case .double: "a number"
+        case .string: "a string"
+        case .binary: "binary data as base64 text"
+        }
+    }
 }
 
 /// The eighteen `result` forms.

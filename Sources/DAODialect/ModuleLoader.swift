@@ -47,12 +47,17 @@ public enum ModuleLoader {
 
     /// Loads one module file.
     public static func load(file: String) throws(LoadFailure) -> Module {
-        guard let data = FileManager.default.contents(atPath: file) else {
+        // Reads one byte past the limit at most, so neither a huge file nor an
+        // endless one (a link to /dev/zero) is read whole.
+        guard let handle = FileHandle(forReadingAtPath: file),
+              let data = try? handle.read(upToCount: ModuleLimits.fileSize + 1) ?? Data()
+        else {
             throw LoadFailure(errors: [LoadError(file: file, line: 0, message: "cannot read the file")])
         }
+        try? handle.close()
         guard data.count <= ModuleLimits.fileSize else {
             throw LoadFailure(errors: [LoadError(file: file, line: 0, message:
-                "the file is \(data.count) bytes; a module file is at most \(ModuleLimits.fileSize >> 20) MiB")])
+                "the file is larger than \(ModuleLimits.fileSize >> 20) MiB, the most a module file may be")])
         }
         return try load(bytes: [UInt8](data), file: file)
     }

@@ -139,7 +139,16 @@ import Testing
         let padding = String(repeating: " ", count: ModuleLimits.fileSize)
         let errors = fixture.errors(module("<select id=\"a\">select 1</select>" + padding))
         #expect(errors.count == 1)
-        #expect(errors.first?.message.hasSuffix("a module file is at most \(ModuleLimits.fileSize >> 20) MiB") == true, "\(errors)")
+        #expect(errors.first?.message == "the file is larger than \(ModuleLimits.fileSize >> 20) MiB, the most a module file may be",
+                "\(errors)")
+    }
+
+    @Test func anEndlessFileIsRefusedUnread() throws {
+        let path = fixture.directory.appendingPathComponent("endless.xml").path
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/zero")
+        let started = ContinuousClock.now
+        #expect(throws: LoadFailure.self) { try ModuleLoader.load(file: path) }
+        #expect(ContinuousClock.now - started < .seconds(5))
     }
 
     static let processingInstructions: [(String, String, Int)] = [

@@ -17,6 +17,8 @@ public enum ModuleLimits {
     /// expanded, in bytes: a fragment that includes the next one twice, 40
     /// levels deep, would otherwise expand to 2⁴⁰ copies.
     public static let expandedSQL = 2 << 20
+    /// How deep array types nest in `arguments` (`x:[[int]]` is 2).
+    public static let typeNesting = 8
     /// How many `${}` inclusions of fragments and consts a module's bodies
     /// may expand, all together.
     public static let inclusions = 10_000

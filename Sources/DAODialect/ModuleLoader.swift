@@ -490,7 +490,8 @@ struct ModuleParser {
                 declaration = declaration[..<colon].trimmingCharacters(in: .whitespaces)
                 type = parseArgumentType(typeText)
                 if type == nil {
-                    error(line, "argument '\(declaration)': '\(typeText)' is not a type (int, long long, bool, double, string, binary, json, {}, a class name, or [type])")
+                    error(line, "argument '\(excerpt(declaration))': '\(excerpt(typeText))' is not a type (int, long long, bool, double, "
+                        + "string, binary, json, {}, a class name, or [type], arrays at most \(ModuleLimits.typeNesting) deep)")
                 }
             }
             let required = declaration.hasPrefix("$")
@@ -588,17 +589,30 @@ struct ModuleParser {
 }
 
 /// `int`, `long long`, …, `json`, `{}`, `ClassName`, `[type]`.
+/// Arrays nest at most ``ModuleLimits/typeNesting`` deep; a deeper type is nil.
 func parseArgumentType(_ text: String) -> ArgumentType? {
-    let text = text.trimmingCharacters(in: .whitespaces)
-    if text.hasPrefix("["), text.hasSuffix("]"), text.count >= 2 {
-        return parseArgumentType(String(text.dropFirst().dropLast())).map { .array($0) }
+    var text = text.trimmingCharacters(in: .whitespaces)
+    var depth = 0
+    while text.hasPrefix("["), text.hasSuffix("]"), text.count >= 2 {
+        depth += 1
+        guard depth <= ModuleLimits.typeNesting else { return nil }
+        text = text.dropFirst().dropLast().trimmingCharacters(in: .whitespaces)
     }
     let normalized = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    if let scalar = ScalarType(rawValue: normalized) { return .scalar(scalar) }
-    if normalized == "json" { return .any }
-    if normalized == "{}" { return .object(className: nil) }
-    if isClassName(normalized) { return .object(className: normalized) }
-    return nil
+    var type: ArgumentType
+    if let scalar = ScalarType(rawValue: normalized) {
+        type = .scalar(scalar)
+    } else if normalized == "json" {
+        type = .any
+    } else if normalized == "{}" {
+        type = .object(className: nil)
+    } else if isClassName(normalized) {
+        type = .object(className: normalized)
+    } else {
+        return nil
+    }
+    for _ in 0..<depth { type = .array(type) }
+    return type
 }
 
 /// A class name, as `AType` in `result` and types: an identifier starting

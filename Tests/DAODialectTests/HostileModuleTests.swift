@@ -75,6 +75,26 @@ import Testing
         #expect(try fixture.load(xml).render("a") == [SQL("select 1")])
     }
 
+    @Test func anArgumentTypeNestedTooDeepIsALoadErrorQuickly() {
+        let brackets = 100_000
+        let started = ContinuousClock.now
+        let errors = fixture.errors(module(#"<select id="a" arguments="x:"#
+            + String(repeating: "[", count: brackets) + "int" + String(repeating: "]", count: brackets) + #"">select #{x}</select>"#))
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(errors.count == 1)
+        #expect(errors.first?.message.contains("arrays at most \(ModuleLimits.typeNesting) deep") == true)
+        #expect((errors.first?.message.count ?? 0) < 400)
+    }
+
+    @Test func anArgumentTypeAtTheNestingLimitLoads() throws {
+        let depth = ModuleLimits.typeNesting
+        let type = String(repeating: "[ ", count: depth) + "int" + String(repeating: " ]", count: depth)
+        let loaded = try fixture.load(module(#"<select id="a" arguments="x:\#(type)">select #{x}</select>"#))
+        #expect(loaded.method(named: "a")?.arguments.first?.type?.description
+            == String(repeating: "[", count: depth) + "int" + String(repeating: "]", count: depth))
+        #expect(!fixture.errors(module(#"<select id="a" arguments="x:[\#(type)]">select #{x}</select>"#)).isEmpty)
+    }
+
     @Test func elementsNestedTooDeepAreALoadError() {
         let depth = 100
         let errors = fixture.errors(module(#"<select id="a" arguments="a">select 1 "#

@@ -74,8 +74,8 @@ public enum ModuleLoader {
         let module = parser.parse(root)
         if let module, parser.errors.isEmpty { return module }
         // A problem in a fragment is found again by each method that includes it: report it once.
-        var reported: [LoadError] = []
-        for error in parser.errors where !reported.contains(error) { reported.append(error) }
+        var seen: Set<LoadError> = []
+        let reported = parser.errors.filter { seen.insert($0).inserted }
         throw LoadFailure(errors: reported.isEmpty
             ? [LoadError(file: file, line: root.line, message: "the module could not be loaded")]
             : reported.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))

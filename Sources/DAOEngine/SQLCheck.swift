@@ -48,8 +48,9 @@ public enum SQLCheck {
     /// Problems, each reported once.
     struct Problems {
         var errors: [LoadError] = []
+        private var seen: Set<LoadError> = []
         mutating func add(_ error: LoadError) {
-            if !errors.contains(error) { errors.append(error) }
+            if seen.insert(error).inserted { errors.append(error) }
         }
     }
 

@@ -155,6 +155,14 @@ import Testing
         #expect(errors.first?.message.contains("MiB of SQL") == true, "\(errors)")
     }
 
+    @Test func sixtyThousandProblemsAreReportedInBoundedTime() {
+        let started = ContinuousClock.now
+        let errors = fixture.errors(module(String(repeating: "<selct/>\n", count: 60_000)))
+        #expect(errors.count == 60_000)
+        // About 2 s alone; comparing every problem with every other took minutes.
+        #expect(ContinuousClock.now - started < .seconds(20))
+    }
+
     @Test func aFileOverTheSizeLimitIsRefusedUnread() {
         let padding = String(repeating: " ", count: ModuleLimits.fileSize)
         let errors = fixture.errors(module("<select id=\"a\">select 1</select>" + padding))

@@ -94,4 +94,16 @@ import Testing
         #expect(try server.curl("/dao/Books/get", body: "[1]").body == #"{"result":{"title":"SQLite","year":2000}}"#)
         #expect(server.stop() == 0)
     }
+
+    @Test func renderNeedsATableOnlyForATemplate() throws {
+        let folder = try Self.folder(#"<module name="One"><select id="one" arguments="x">select #{x} + 1</select></module>"#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let tableless = try Self.daogate(["render", folder.path, "One", "one", "--args", "[1]"])
+        #expect(tableless.status == 0)
+        #expect(tableless.output == #"{"statements":[{"sql":"select ? + 1","bindings":[1]}],"skipped":false}"# + "\n")
+        let template = try Self.daogate(["render", LiveServer.root.appendingPathComponent("modules").path, "ChatMessages", "latest", "--args", "[1]"])
+        #expect(template.status != 0)
+        #expect(template.output.contains("is a template (no tableName, and its statements write ${T}): pass --table NAME"),
+                "\(template.output)")
+    }
 }

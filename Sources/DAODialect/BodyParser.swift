@@ -491,7 +491,10 @@ struct BodyParser {
     func path(_ text: String, line: Int, what: String) throws(LoadError) -> ValuePath {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard let root = parts.first, parts.allSatisfy({ isIdentifier($0) }) else {
-            throw failure(line, "\(what): '\(text)' is not a name or a chain of names (a.b.c)")
+            throw failure(line, "\(what): '\(excerpt(text))' is not a name or a chain of names (a.b.c)")
+        }
+        guard parts.count - 1 <= ModuleLimits.chainLength else {
+            throw failure(line, "\(excerpt(what)) reads more than \(ModuleLimits.chainLength) properties in a chain")
         }
         guard let slot = scope.slot(for: root) else {
             throw failure(line, "\(what): '\(root)' is not an argument of method '\(method)' (\(scope.knownNames))")

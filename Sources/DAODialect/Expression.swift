@@ -361,6 +361,9 @@ extension Expression {
                 default:
                     throw error("expected a property name after '.', found \(describe(token))", at: token)
                 }
+                if members.count > ModuleLimits.chainLength {
+                    throw error("a chain reads more than \(ModuleLimits.chainLength) properties", at: token)
+                }
                 span = span.lowerBound..<token.span.upperBound
                 try advance()
             }

@@ -17,6 +17,9 @@ public enum ModuleLimits {
     /// expanded, in bytes: a fragment that includes the next one twice, 40
     /// levels deep, would otherwise expand to 2⁴⁰ copies.
     public static let expandedSQL = 2 << 20
+    /// How many properties a chained access reads (`a.b.c` reads 2), in
+    /// references and conditions alike.
+    public static let chainLength = 16
     /// How deep array types nest in `arguments` (`x:[[int]]` is 2).
     public static let typeNesting = 8
     /// How many `${}` inclusions of fragments and consts a module's bodies

@@ -75,6 +75,17 @@ import Testing
         #expect(try fixture.load(xml).render("a") == [SQL("select 1")])
     }
 
+    @Test(arguments: ["#{a%}", "@{a%}", "<foreach item=\"i\" collection=\"a%\">#{i}</foreach>", "<if true=\"a% != nil\">x</if>"])
+    func aChainOfTooManyPropertiesIsALoadError(reference: String) {
+        let long = reference.replacingOccurrences(of: "%", with: String(repeating: ".b", count: 100_000))
+        let errors = fixture.errors(module(#"<select id="a" arguments="a">select 1 \#(long)</select>"#))
+        #expect(errors.count == 1)
+        #expect(errors.first?.message.contains("more than \(ModuleLimits.chainLength) properties") == true, "\(errors.first?.message.prefix(300) ?? "")")
+        #expect((errors.first?.message.count ?? 0) < 400)
+        let limit = reference.replacingOccurrences(of: "%", with: String(repeating: ".b", count: ModuleLimits.chainLength))
+        #expect((try? fixture.load(module(#"<select id="a" arguments="a">select 1 \#(limit)</select>"#))) != nil)
+    }
+
     @Test func anArgumentTypeNestedTooDeepIsALoadErrorQuickly() {
         let brackets = 100_000
         let started = ContinuousClock.now

@@ -14,6 +14,7 @@ extension BodyParser {
     /// Scans SQL text: folds whitespace, drops comments, follows quotes and
     /// turns `#{}`, `@{}`, `${}` and `%{}` into nodes.
     mutating func scan(_ text: [UInt8], line startLine: Int, into list: inout NodeList) throws(LoadError) {
+        try spend(bytes: text.count, line: startLine)
         var index = 0
         var line = startLine
         let count = text.count
@@ -105,10 +106,16 @@ extension BodyParser {
             if modifier == "no" {
                 throw failure(line, "#{\(content)}: 'no \"\"' is for @{} only; #{} always binds a parameter")
             }
+            try refuseWholeObjectWithSecrets(path, written: "#{\(content)}", line: line)
             list.append(.bind(BindReference(path: path, orEmpty: modifier == "or",
                                             encryptedProperty: encryptedProperty(of: path), line: line)))
         case UInt8(ascii: "@"):
             let (path, modifier) = try parseReference(content, mark: mark, line: line)
+            if let property = encryptedProperty(of: path) {
+                throw failure(line, "@{\(content)} would write the crypt property '\(property)' into the SQL text in plain: "
+                    + "bind it with #{\(path)}, which encrypts it")
+            }
+            try refuseWholeObjectWithSecrets(path, written: "@{\(content)}", line: line)
             let mode: InlineReference.Mode
             switch (modifier, quote) {
             case ("no", _): mode = .raw
@@ -127,22 +134,30 @@ extension BodyParser {
     /// `${T}`, `${const}`, `${fragment}`.
     private mutating func expandConfig(_ name: String, line: Int, into list: inout NodeList) throws(LoadError) {
         if name == "T" || name == "t" {
+            namesTable = true
             if let table = module.tableName { list.append(text: table) } else { list.append(.table) }
             return
         }
-        if expanding.contains(name) {
-            throw failure(line, "${\(name)} includes itself: \((expanding + [name]).joined(separator: " → "))")
+        if module.cyclic.contains(name) {
+            throw failure(line, "${\(name)} cannot be expanded: it is on a cycle of inclusions")
+        }
+        if expanding.contains(where: { $0.name == name }) {
+            throw failure(line, "${\(name)} includes itself: \((expanding.map(\.name) + [name]).joined(separator: " → "))")
         }
         if let constant = module.consts[name] {
-            expanding.append(name)
-            defer { expanding.removeLast() }
+            expanding.append((name, line))
+            defer { expanding.removeLast(); nesting -= 1 }
+            try enter(line: line)
+            try spend(inclusions: 1, line: line)
             try scan(Array(constant.value.utf8), line: constant.line, into: &list)
         } else if let fragment = module.fragments[name] {
             guard quote == .none else {
                 throw failure(line, "${\(name)} is an sql fragment and cannot be used inside a quoted literal")
             }
-            expanding.append(name)
-            defer { expanding.removeLast() }
+            expanding.append((name, line))
+            defer { expanding.removeLast(); nesting -= 1 }
+            try enter(line: line)
+            try spend(inclusions: 1, line: line)
             for node in try parseNodes(fragment.children, allowDynamic: true) { list.append(node) }
         } else if scope.slot(for: name) != nil {
             throw failure(line, "${\(name)} names config content (a const, an sql fragment, T); to use the argument '\(name)' write #{\(name)}")
@@ -217,6 +232,15 @@ extension BodyParser {
         guard let first = tokens.first else { throw failure(line, malformed) }
         let resolved = try path(first, line: line, what: "\(mark){\(content)}")
         return (resolved, modifier)
+    }
+
+    /// Refuses, in a write method, a reference to a whole object of a class
+    /// with `crypt` properties: its JSON text would hold them in plain.
+    private func refuseWholeObjectWithSecrets(_ path: ValuePath, written: String, line: Int) throws(LoadError) {
+        guard isWrite, path.members.isEmpty, let className = scope.className(of: path.root),
+              let property = module.encryptedProperties[className]?.sorted().first else { return }
+        throw failure(line, "\(written) would write the whole \(className) object as JSON text, its crypt property "
+            + "'\(property)' in plain: write its properties one by one (#{\(path.root).\(property)} is encrypted)")
     }
 
     /// The `crypt` property a binding writes, if any.

@@ -7,16 +7,20 @@ struct ModuleContext {
     let tableName: String?
     let consts: [String: (value: String, line: Int)]
     let fragments: [String: XMLElement]
+    /// Consts and fragments on a cycle of inclusions, reported where the cycle closes.
+    let cyclic: Set<String>
     let globals: Set<String>
     let encryptedProperties: [String: Set<String>]
     let anyEncryptedProperty: Set<String>
 
     init(file: String, tableName: String?, consts: [String: (value: String, line: Int)],
-         fragments: [String: XMLElement], globals: Set<String>, encryptedProperties: [String: Set<String>]) {
+         fragments: [String: XMLElement], cyclic: Set<String>, globals: Set<String>,
+         encryptedProperties: [String: Set<String>]) {
         self.file = file
         self.tableName = tableName
         self.consts = consts
         self.fragments = fragments
+        self.cyclic = cyclic
         self.globals = globals
         self.encryptedProperties = encryptedProperties
         self.anyEncryptedProperty = encryptedProperties.values.reduce(into: Set()) { $0.formUnion($1) }
@@ -125,14 +129,22 @@ struct BodyParser {
     let isWrite: Bool
     let method: String
     var quote: Quote = .none
-    /// The consts and fragments being expanded, to refuse cycles.
-    var expanding: [String] = []
+    /// The consts and fragments being expanded, outermost first, each with the
+    /// line of its `${}`: to refuse cycles, and to say where a limit was reached.
+    var expanding: [(name: String, line: Int)] = []
+    /// How many elements and `${}` inclusions enclose the current point
+    /// (``ModuleLimits/nesting``).
+    var nesting = 0
+    /// What the module may still expand to (``ModuleLimits``).
+    var budget = ExpansionBudget()
     /// How many `<if>`, `<when>` and `<otherwise>` enclose the current point.
     var conditionalDepth = 0
     /// Arguments that an unconditional `<foreach>` iterates: a call fails when they are nil.
     var unguardedCollections: Set<String> = []
     /// Arguments inlined as raw text (`@{x no ""}`).
     var rawTextArguments: Set<String> = []
+    /// Whether a statement wrote `${T}` or `${t}`, directly or through a fragment or const.
+    var namesTable = false
 
     init(module: ModuleContext, scope: Scope, isWrite: Bool, method: String) {
         self.module = module
@@ -143,6 +155,33 @@ struct BodyParser {
 
     func failure(_ line: Int, _ message: String) -> LoadError {
         LoadError(file: module.file, line: line, message: message)
+    }
+
+    /// Enters a level of nesting at `line`: an element, or a `${}` inclusion.
+    mutating func enter(line: Int) throws(LoadError) {
+        nesting += 1
+        guard nesting > ModuleLimits.nesting else { return }
+        throw failure(expanding.first?.line ?? line, "SQL nests more than \(ModuleLimits.nesting) levels deep "
+            + "(elements and ${} inclusions of fragments and consts together)\(expansionChain)")
+    }
+
+    /// Counts `bytes` of SQL and `inclusions` against the module's ``ModuleLimits``.
+    mutating func spend(bytes: Int = 0, inclusions: Int = 0, line: Int) throws(LoadError) {
+        budget.bytes -= bytes
+        budget.inclusions -= inclusions
+        guard budget.isSpent else { return }
+        let what = budget.bytes < 0
+            ? "comes to more than \(ModuleLimits.expandedSQL >> 20) MiB of SQL"
+            : "makes more than \(ModuleLimits.inclusions) ${} inclusions of fragments and consts"
+        throw failure(expanding.first?.line ?? line, "the module \(what) once they are expanded\(expansionChain)")
+    }
+
+    /// The inclusions being expanded, for messages: " through ${a} → ${b}".
+    var expansionChain: String {
+        guard !expanding.isEmpty else { return "" }
+        let names = expanding.map { "${\($0.name)}" }
+        let shown = names.count > 6 ? names.prefix(3) + ["…"] + names.suffix(2) : names
+        return " through " + shown.joined(separator: " → ")
     }
 
     func checkAttributes(_ element: XMLElement, _ allowed: Set<String>) throws(LoadError) {
@@ -291,6 +330,9 @@ struct BodyParser {
 
     mutating func parseElement(_ element: XMLElement, allowDynamic: Bool) throws(LoadError) -> SQLNode {
         let line = element.line
+        try enter(line: line)
+        defer { nesting -= 1 }
+        try spend(bytes: element.name.utf8.count, line: line)
         let dynamic: Set<String> = ["if", "choose", "foreach", "where", "set", "trim"]
         if dynamic.contains(element.name) && !allowDynamic {
             throw failure(line, "<\(element.name)> is not allowed in an <upgrade>, which runs without arguments")
@@ -368,7 +410,7 @@ struct BodyParser {
             let scope = self.scope
             return Condition(expression: try parsed.bound { scope.slot(for: $0) }, expected: expected, line: element.line)
         } catch {
-            var message = "<\(element.name) \(attribute)=\"\(source)\">: \(error.message) (column \(error.column))"
+            var message = "<\(element.name) \(attribute)=\"\(excerpt(source))\">: \(error.message) (column \(error.column))"
             if error.message.hasPrefix("unknown name") { message += "; method '\(method)' \(scope.knownNames)" }
             throw failure(element.line, message)
         }
@@ -449,7 +491,10 @@ struct BodyParser {
     func path(_ text: String, line: Int, what: String) throws(LoadError) -> ValuePath {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard let root = parts.first, parts.allSatisfy({ isIdentifier($0) }) else {
-            throw failure(line, "\(what): '\(text)' is not a name or a chain of names (a.b.c)")
+            throw failure(line, "\(what): '\(excerpt(text))' is not a name or a chain of names (a.b.c)")
+        }
+        guard parts.count - 1 <= ModuleLimits.chainLength else {
+            throw failure(line, "\(excerpt(what)) reads more than \(ModuleLimits.chainLength) properties in a chain")
         }
         guard let slot = scope.slot(for: root) else {
             throw failure(line, "\(what): '\(root)' is not an argument of method '\(method)' (\(scope.knownNames))")

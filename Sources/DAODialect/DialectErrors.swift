@@ -1,5 +1,5 @@
 /// A problem that keeps a module from loading, at a place in its file.
-public struct LoadError: Error, Sendable, Equatable, CustomStringConvertible {
+public struct LoadError: Error, Sendable, Hashable, CustomStringConvertible {
     public var file: String
     public var line: Int
     public var message: String

@@ -35,6 +35,12 @@ public struct EvaluationError: Error, Sendable, Equatable, CustomStringConvertib
 /// Parse once at load, ``bound(_:)`` its names to slots, then evaluate per call:
 /// evaluation does no string work and no lookups beyond `globals` and members.
 public struct Expression: Sendable {
+    /// How deep a condition may nest: each operator, `not`, sign and pair of
+    /// parentheses is a level. Parsing, binding and evaluating recurse once per
+    /// level, so a deeper condition is refused at load rather than allowed to
+    /// exhaust the stack (`a + a + …` is as deep as it has terms).
+    public static let maximumDepth = 100
+
     /// The condition as written.
     public let source: String
     /// Root names the expression reads (e.g. `["title", "year", "authors"]`), for load-time checks.
@@ -197,17 +203,40 @@ extension Expression {
         private struct Parsed {
             var node: Node
             var span: Span
+            /// How many levels the node nests, itself included.
+            var depth = 1
 
             /// The span from this node's start to `other`'s end.
             func through(_ other: Parsed) -> Span { span.lowerBound..<other.span.upperBound }
         }
 
+        /// How many parentheses, `not`s and signs enclose the point being parsed.
+        private var nesting = 0
+
+        /// Enters a level of recursion at `token`, refusing one beyond ``Expression/maximumDepth``.
+        private mutating func enter(_ token: Token) throws(ExpressionSyntaxError) {
+            nesting += 1
+            if nesting > Expression.maximumDepth { throw tooDeep(at: token) }
+        }
+
+        /// `node` over its operands, refused when it nests too deep.
+        private func combine(_ node: Node, span: Span, _ operands: Parsed..., at token: Token) throws(ExpressionSyntaxError) -> Parsed {
+            let depth = operands.map(\.depth).max()! + 1
+            if depth + nesting > Expression.maximumDepth { throw tooDeep(at: token) }
+            return Parsed(node: node, span: span, depth: depth)
+        }
+
+        private func tooDeep(at token: Token) -> ExpressionSyntaxError {
+            error("the condition nests more than \(Expression.maximumDepth) levels deep (each operator, 'not', sign and parenthesis is a level): split it", at: token)
+        }
+
         private mutating func parseOr() throws(ExpressionSyntaxError) -> Parsed {
             var left = try parseXor()
             while token.kind == .keyword(.or) {
+                let operatorToken = token
                 try advance()
                 let right = try parseXor()
-                left = Parsed(node: .logical(.or, left.node, right.node), span: left.through(right))
+                left = try combine(.logical(.or, left.node, right.node), span: left.through(right), left, right, at: operatorToken)
             }
             return left
         }
@@ -215,9 +244,10 @@ extension Expression {
         private mutating func parseXor() throws(ExpressionSyntaxError) -> Parsed {
             var left = try parseAnd()
             while token.kind == .keyword(.xor) {
+                let operatorToken = token
                 try advance()
                 let right = try parseAnd()
-                left = Parsed(node: .logical(.xor, left.node, right.node), span: left.through(right))
+                left = try combine(.logical(.xor, left.node, right.node), span: left.through(right), left, right, at: operatorToken)
             }
             return left
         }
@@ -225,24 +255,28 @@ extension Expression {
         private mutating func parseAnd() throws(ExpressionSyntaxError) -> Parsed {
             var left = try parseNot()
             while token.kind == .keyword(.and) {
+                let operatorToken = token
                 try advance()
                 let right = try parseNot()
-                left = Parsed(node: .logical(.and, left.node, right.node), span: left.through(right))
+                left = try combine(.logical(.and, left.node, right.node), span: left.through(right), left, right, at: operatorToken)
             }
             return left
         }
 
         private mutating func parseNot() throws(ExpressionSyntaxError) -> Parsed {
             guard token.kind == .keyword(.not) else { return try parseComparison() }
-            let start = token.span.lowerBound
+            let notToken = token
+            try enter(notToken)
+            defer { nesting -= 1 }
             try advance()
             let operand = try parseNot()
-            return Parsed(node: .not(operand.node), span: start..<operand.span.upperBound)
+            return try combine(.not(operand.node), span: notToken.span.lowerBound..<operand.span.upperBound, operand, at: notToken)
         }
 
         private mutating func parseComparison() throws(ExpressionSyntaxError) -> Parsed {
             let left = try parseAdditive()
             guard case .comparison(let op) = token.kind else { return left }
+            let operatorToken = token
             try advance()
             let right = try parseAdditive()
             if case .comparison(let second) = token.kind {
@@ -250,16 +284,17 @@ extension Expression {
                 throw error("comparisons cannot be chained: combine them with 'and', as in '\(example)'", at: token)
             }
             let span = left.through(right)
-            return Parsed(node: .comparison(op, left.node, right.node, span), span: span)
+            return try combine(.comparison(op, left.node, right.node, span), span: span, left, right, at: operatorToken)
         }
 
         private mutating func parseAdditive() throws(ExpressionSyntaxError) -> Parsed {
             var left = try parseMultiplicative()
             while case .arithmetic(let op) = token.kind, op == .add || op == .subtract {
+                let operatorToken = token
                 try advance()
                 let right = try parseMultiplicative()
                 let span = left.through(right)
-                left = Parsed(node: .arithmetic(op, left.node, right.node, span), span: span)
+                left = try combine(.arithmetic(op, left.node, right.node, span), span: span, left, right, at: operatorToken)
             }
             return left
         }
@@ -267,10 +302,11 @@ extension Expression {
         private mutating func parseMultiplicative() throws(ExpressionSyntaxError) -> Parsed {
             var left = try parseUnary()
             while case .arithmetic(let op) = token.kind, op != .add, op != .subtract {
+                let operatorToken = token
                 try advance()
                 let right = try parseUnary()
                 let span = left.through(right)
-                left = Parsed(node: .arithmetic(op, left.node, right.node, span), span: span)
+                left = try combine(.arithmetic(op, left.node, right.node, span), span: span, left, right, at: operatorToken)
             }
             return left
         }
@@ -280,7 +316,10 @@ extension Expression {
             guard case .arithmetic(let op) = token.kind, op == .add || op == .subtract else {
                 return try parsePostfix()
             }
-            let start = token.span.lowerBound
+            let signToken = token
+            let start = signToken.span.lowerBound
+            try enter(signToken)
+            defer { nesting -= 1 }
             try advance()
             if op == .subtract, token.kind == .integer(UInt64(Int64.max) + 1) {
                 let span = start..<token.span.upperBound
@@ -295,7 +334,7 @@ extension Expression {
             case .literal(.double(let value)):
                 return Parsed(node: .literal(.double(op == .subtract ? -value : value)), span: span)
             default:
-                return Parsed(node: .unary(op, operand.node, span), span: span)
+                return try combine(.unary(op, operand.node, span), span: span, operand, at: signToken)
             }
         }
 
@@ -322,6 +361,9 @@ extension Expression {
                 default:
                     throw error("expected a property name after '.', found \(describe(token))", at: token)
                 }
+                if members.count > ModuleLimits.chainLength {
+                    throw error("a chain reads more than \(ModuleLimits.chainLength) properties", at: token)
+                }
                 span = span.lowerBound..<token.span.upperBound
                 try advance()
             }
@@ -333,6 +375,8 @@ extension Expression {
             let node: Node
             switch current.kind {
             case .open:
+                try enter(current)
+                defer { nesting -= 1 }
                 try advance()
                 let inner = try parseOr()
                 guard token.kind == .close else {
@@ -345,7 +389,7 @@ extension Expression {
                 }
                 let span = current.span.lowerBound..<token.span.upperBound
                 try advance()
-                return Parsed(node: inner.node, span: span)
+                return Parsed(node: inner.node, span: span, depth: inner.depth + 1)
             case .keyword(.nil):
                 node = .literal(.null)
             case .keyword(.true):

@@ -99,6 +99,9 @@ enum Inline {
         return .success(bytes)
     }
 
+    /// The longest raw text, alone or joined with the raw values beside it.
+    static let maximumRawText = 128
+
     /// The raw-text rule of `@{x no ""}`: why `text` may not be inlined raw, or nil.
     ///
     /// Raw text is one token that cannot change a statement's structure: an
@@ -107,6 +110,8 @@ enum Inline {
     /// operators, parentheses, semicolons or comments can get through.
     static func rawTextProblem(_ text: [UInt8]) -> String? {
         if text.isEmpty { return "raw text (@{x no \"\"}) cannot be empty" }
+        // Also what keeps checking a growing run of adjacent raw values linear.
+        if text.count > maximumRawText { return "raw text (@{x no \"\"}) is at most \(maximumRawText) bytes" }
         if isUnsignedNumber(text) { return nil }
         let upper = String(decoding: text, as: UTF8.self).uppercased()
         if upper == "ASC" || upper == "DESC" { return nil }

@@ -34,7 +34,7 @@ extension Method {
         for (index, argument) in self.arguments.enumerated() {
             if argument.required && locals[index].isNull {
                 throw RenderError(code: .missingArgument, method: qualifiedName,
-                                  message: "argument '\(argument.name)' is required ($\(argument.name)) and was nil or missing",
+                                  message: "argument '\(argument.name)' is required ($\(argument.name)) and was null or missing",
                                   argument: argument.name)
             }
             if let type = argument.type, let replacement = try conform(locals[index], to: type, path: argument.name) {
@@ -88,7 +88,7 @@ extension Method {
             }
             return converted.map { .array($0) }
         case (.scalar(let scalar), _):
-            throw mismatch(scalar == .int || scalar == .longLong ? "an integer" : "a \(scalar.rawValue)")
+            throw mismatch(scalar.jsonPhrase)
         case (.object(let className), _):
             throw mismatch(className.map { "an object (\($0))" } ?? "an object")
         case (.array, _):

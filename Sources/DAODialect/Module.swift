@@ -7,9 +7,14 @@ public final class Module: Sendable {
     /// The file it was loaded from, as given to the loader.
     public let file: String
     public let line: Int
-    /// The table `${T}` stands for; `nil` for a template module (empty
-    /// `tableName`), whose table each call names.
+    /// The table `${T}` stands for; `nil` for a template module, whose table
+    /// each call names, and for a module that names no table at all.
     public let tableName: String?
+    /// Whether each call names the table: the module has no `tableName` and
+    /// its statements write `${T}` (the reference's `setTableName` case). A
+    /// module with neither names no table (`select 1`, or tables its SQL
+    /// names itself), and its calls need no table name.
+    public let isTemplate: Bool
     public let version: Version
     public let resetOnUpgrade: Bool
     public let upgradeMinVersion: Version?
@@ -35,11 +40,12 @@ public final class Module: Sendable {
     /// `crypt` declarations: class → encrypted properties.
     public let encryptedProperties: [String: Set<String>]
 
-    init(name: String, file: String, line: Int, tableName: String?, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
+    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
         self.name = name
         self.file = file
         self.line = line
         self.tableName = tableName
+        self.isTemplate = isTemplate
         self.version = version
         self.resetOnUpgrade = resetOnUpgrade
         self.upgradeMinVersion = upgradeMinVersion
@@ -54,9 +60,6 @@ public final class Module: Sendable {
         self.encryptedProperties = encryptedProperties
         self.methodIndex = methodIndex
     }
-
-    /// Whether the table comes with each call (an empty `tableName`).
-    public var isTemplate: Bool { tableName == nil }
 
     public func method(named name: String) -> Method? {
         guard let index = methodIndex[name] else { return nil }
@@ -195,6 +198,17 @@ public enum ScalarType: String, Sendable, CaseIterable {
     case double
     case string
     case binary
+
+    /// What a caller sends for it, in JSON's words: "an integer", "a boolean".
+    public var jsonPhrase: String {
+        switch self {
+        case .int, .longLong: "an integer"
+        case .bool: "a boolean"
+        case .double: "a number"
+        case .string: "a string"
+        case .binary: "binary data as base64 text"
+        }
+    }
 }
 
 /// The eighteen `result` forms.

@@ -47,8 +47,17 @@ public enum ModuleLoader {
 
     /// Loads one module file.
     public static func load(file: String) throws(LoadFailure) -> Module {
-        guard let data = FileManager.default.contents(atPath: file) else {
+        // Reads one byte past the limit at most, so neither a huge file nor an
+        // endless one (a link to /dev/zero) is read whole.
+        guard let handle = FileHandle(forReadingAtPath: file),
+              let data = try? handle.read(upToCount: ModuleLimits.fileSize + 1) ?? Data()
+        else {
             throw LoadFailure(errors: [LoadError(file: file, line: 0, message: "cannot read the file")])
+        }
+        try? handle.close()
+        guard data.count <= ModuleLimits.fileSize else {
+            throw LoadFailure(errors: [LoadError(file: file, line: 0, message:
+                "the file is larger than \(ModuleLimits.fileSize >> 20) MiB, the most a module file may be")])
         }
         return try load(bytes: [UInt8](data), file: file)
     }
@@ -64,9 +73,12 @@ public enum ModuleLoader {
         var parser = ModuleParser(file: file)
         let module = parser.parse(root)
         if let module, parser.errors.isEmpty { return module }
-        throw LoadFailure(errors: parser.errors.isEmpty
+        // A problem in a fragment is found again by each method that includes it: report it once.
+        var seen: Set<LoadError> = []
+        let reported = parser.errors.filter { seen.insert($0).inserted }
+        throw LoadFailure(errors: reported.isEmpty
             ? [LoadError(file: file, line: root.line, message: "the module could not be loaded")]
-            : parser.errors.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
+            : reported.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
     }
 }
 
@@ -107,6 +119,10 @@ func parseFlag(_ text: String) -> Bool? {
 struct ModuleParser {
     let file: String
     var errors: [LoadError] = []
+    /// What the module's bodies may still expand to, handed from one body's parser to the next.
+    var budget = ExpansionBudget()
+    /// Whether any method or upgrade wrote `${T}` or `${t}`.
+    var namesTable = false
 
     init(file: String) { self.file = file }
 
@@ -189,13 +205,16 @@ struct ModuleParser {
 
         var declarations = Declarations()
         collectDeclarations(root, into: &declarations)
+        let cyclic = checkInclusionCycles(declarations)
 
         var context = ModuleContext(
             file: file, tableName: tableName, consts: declarations.consts, fragments: declarations.fragments,
-            globals: Set(globals), encryptedProperties: declarations.encryptedProperties)
+            cyclic: cyclic, globals: Set(globals), encryptedProperties: declarations.encryptedProperties)
         var methods: [Method] = []
         var methodIndex: [String: Int] = [:]
         for (element, documentation) in declarations.methodElements {
+            // Once the module's SQL is over its size, every further method would only say so again.
+            if budget.isSpent { break }
             guard let method = parseMethod(element, moduleName: name, documentation: documentation, context: &context,
                                            maps: declarations.maps)
             else { continue }
@@ -203,7 +222,7 @@ struct ModuleParser {
             methods.append(method)
         }
         var upgrades: [Upgrade] = []
-        for element in declarations.upgradeElements {
+        for element in declarations.upgradeElements where !budget.isSpent {
             if let upgrade = parseUpgrade(element, moduleVersion: version, context: &context) {
                 if upgrades.contains(where: { $0.toVersion == upgrade.toVersion }) {
                     error(element.line, "another <upgrade> already goes to version \(upgrade.toVersion)")
@@ -233,7 +252,7 @@ struct ModuleParser {
         }
 
         return Module(
-            name: name, file: file, line: line, tableName: tableName, version: version,
+            name: name, file: file, line: line, tableName: tableName, isTemplate: tableName == nil && namesTable, version: version,
             resetOnUpgrade: resetOnUpgrade, upgradeMinVersion: upgradeMinVersion,
             initializer: initializer,
             userDependent: userDependent, storage: storage, database: database, globals: globals,
@@ -427,6 +446,11 @@ struct ModuleParser {
         }
 
         var bodyParser = BodyParser(module: context, scope: scope, isWrite: kind != .select, method: id)
+        bodyParser.budget = budget
+        defer {
+            budget = bodyParser.budget
+            namesTable = namesTable || bodyParser.namesTable
+        }
         let body: Body
         do {
             body = try bodyParser.parseMethodBody(element)
@@ -466,7 +490,8 @@ struct ModuleParser {
                 declaration = declaration[..<colon].trimmingCharacters(in: .whitespaces)
                 type = parseArgumentType(typeText)
                 if type == nil {
-                    error(line, "argument '\(declaration)': '\(typeText)' is not a type (int, long long, bool, double, string, binary, json, {}, a class name, or [type])")
+                    error(line, "argument '\(excerpt(declaration))': '\(excerpt(typeText))' is not a type (int, long long, bool, double, "
+                        + "string, binary, json, {}, a class name, or [type], arrays at most \(ModuleLimits.typeNesting) deep)")
                 }
             }
             let required = declaration.hasPrefix("$")
@@ -548,6 +573,11 @@ struct ModuleParser {
         }
         var parser = BodyParser(module: context, scope: Scope(arguments: [], globals: context.globals),
                                 isWrite: true, method: "upgrade to \(toVersion)")
+        parser.budget = budget
+        defer {
+            budget = parser.budget
+            namesTable = namesTable || parser.namesTable
+        }
         do {
             let statements = try parser.parseStatements(element, allowDynamic: false)
             return Upgrade(toVersion: toVersion, statements: statements, line: element.line)
@@ -559,17 +589,30 @@ struct ModuleParser {
 }
 
 /// `int`, `long long`, …, `json`, `{}`, `ClassName`, `[type]`.
+/// Arrays nest at most ``ModuleLimits/typeNesting`` deep; a deeper type is nil.
 func parseArgumentType(_ text: String) -> ArgumentType? {
-    let text = text.trimmingCharacters(in: .whitespaces)
-    if text.hasPrefix("["), text.hasSuffix("]"), text.count >= 2 {
-        return parseArgumentType(String(text.dropFirst().dropLast())).map { .array($0) }
+    var text = text.trimmingCharacters(in: .whitespaces)
+    var depth = 0
+    while text.hasPrefix("["), text.hasSuffix("]"), text.count >= 2 {
+        depth += 1
+        guard depth <= ModuleLimits.typeNesting else { return nil }
+        text = text.dropFirst().dropLast().trimmingCharacters(in: .whitespaces)
     }
     let normalized = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-    if let scalar = ScalarType(rawValue: normalized) { return .scalar(scalar) }
-    if normalized == "json" { return .any }
-    if normalized == "{}" { return .object(className: nil) }
-    if isClassName(normalized) { return .object(className: normalized) }
-    return nil
+    var type: ArgumentType
+    if let scalar = ScalarType(rawValue: normalized) {
+        type = .scalar(scalar)
+    } else if normalized == "json" {
+        type = .any
+    } else if normalized == "{}" {
+        type = .object(className: nil)
+    } else if isClassName(normalized) {
+        type = .object(className: normalized)
+    } else {
+        return nil
+    }
+    for _ in 0..<depth { type = .array(type) }
+    return type
 }
 
 /// A class name, as `AType` in `result` and types: an identifier starting

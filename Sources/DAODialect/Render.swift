@@ -61,7 +61,7 @@ extension Method {
         case .array(let elements): return elements
         case .null:
             throw RenderError(code: .missingArgument, method: qualifiedName,
-                              message: "the foreach collection '\(argument.name)' is nil; pass an array", argument: argument.name)
+                              message: "the foreach collection '\(argument.name)' is null or missing; pass an array", argument: argument.name)
         case let other:
             throw RenderError(code: .wrongType, method: qualifiedName,
                               message: "the foreach collection '\(argument.name)' must be an array, not \(other.kindPhrase)",
@@ -263,7 +263,7 @@ struct RenderContext {
         switch collection {
         case .array(let array): elements = foreach.reverse ? array.reversed() : array
         case .null:
-            throw failure(.missingArgument, "the foreach collection '\(foreach.collection)' is nil; pass an array",
+            throw failure(.missingArgument, "the foreach collection '\(foreach.collection)' is null or missing; pass an array",
                           argument: foreach.collection.description)
         default:
             throw failure(.wrongType, "the foreach collection '\(foreach.collection)' must be an array, not \(collection.kindPhrase)",

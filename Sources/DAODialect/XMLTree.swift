@@ -63,9 +63,19 @@ enum XMLTree {
         guard let root = xmlDocGetRootElement(document) else {
             throw XMLError(line: 1, message: "the document has no root element")
         }
+        // Around the root element, as inside it, only comments may stand.
+        var sibling = document.pointee.children
+        while let current = sibling {
+            if current.pointee.type == XML_PI_NODE {
+                throw XMLError(line: max(Int(xmlGetLineNo(current)), 1), message: processingInstruction)
+            }
+            sibling = current.pointee.next
+        }
         var builder = Builder(bytes: bytes, context: context)
         return try builder.element(root, searchingFrom: 0)
     }
+
+    static let processingInstruction = "processing instructions are not allowed in a module file"
 
     private static func describe(_ error: xmlError) -> String {
         var message = error.message.map { String(cString: $0) } ?? "malformed XML"
@@ -189,7 +199,7 @@ enum XMLTree {
                 case XML_ENTITY_REF_NODE:
                     throw XMLError(line: fallbackLine, message: "entity references are not allowed in a module file")
                 case XML_PI_NODE:
-                    throw XMLError(line: fallbackLine, message: "processing instructions are not allowed in a module file")
+                    throw XMLError(line: fallbackLine, message: XMLTree.processingInstruction)
                 default:
                     throw XMLError(line: fallbackLine, message: "unexpected XML content")
                 }

@@ -52,7 +52,7 @@ struct ResultReader {
                 let column = statement.columnName(index)
                 object[map.propertyForColumn[column] ?? column] = statement.value(at: index)
             }
-            return .object(try decrypted(object, className: map.className))
+            return .object(try decrypted(object, className: map.className, map: map))
         case .array:
             throw failure("a result cannot be an array of arrays")
         }
@@ -68,7 +68,16 @@ struct ResultReader {
         return object
     }
 
-    private func decrypted(_ object: OrderedObject, className: String) throws(EngineError) -> OrderedObject {
+    /// `object` with its class's `crypt` properties decrypted.
+    ///
+    /// A value is encrypted under the name of the property that wrote it. The
+    /// reference's decryption needs only the key, so a value any `crypt`
+    /// property of the module wrote reads back into any other: a `<map>` may
+    /// rename the column (`<result property="text" column="s"/>`), and the
+    /// row may have been written as another class. The property read is
+    /// tried first, then the column it comes from, then the module's other
+    /// `crypt` properties; a value none of them authenticates is an error.
+    private func decrypted(_ object: OrderedObject, className: String, map: ResultMap? = nil) throws(EngineError) -> OrderedObject {
         guard let properties = module.encryptedProperties[className] else { return object }
         var object = object
         for property in properties {
@@ -80,6 +89,14 @@ struct ResultReader {
                 guard let cipher else { throw EngineError(.encryption, "no encryption key is configured", method: method, line: line) }
                 do {
                     object[property] = try cipher.decrypt(bytes, context: property)
+                } catch where error.kind == .authenticationFailed {
+                    let column = map?.propertyForColumn.first { $0.value == property }?.key
+                    let others = ([column].compactMap(\.self) + module.encryptedProperties.values.flatMap(\.self).sorted())
+                        .filter { $0 != property }
+                    guard let value = others.lazy.compactMap({ try? cipher.decrypt(bytes, context: $0) }).first else {
+                        throw EngineError(.encryption, "cannot decrypt \(className).\(property): \(error.message)", method: method, line: line)
+                    }
+                    object[property] = value
                 } catch {
                     throw EngineError(.encryption, "cannot decrypt \(className).\(property): \(error.message)", method: method, line: line)
                 }

@@ -8,9 +8,19 @@ import DAOValue
 /// read each other's tables), then its upgrades in order; then every
 /// statement a method can render — with sample arguments of several kinds,
 /// since dynamic tags render differently — is prepared. SQLite's errors are
-/// reported at the statement's `file:line`. A statement that inlines the
-/// caller's values (`@{}`) is still prepared, but its errors are not
-/// reported: its text depends on what the caller sends, not on the module.
+/// reported at the statement's `file:line`:
+///
+/// - a statement is broken when no sample call prepares it: dynamic tags
+///   combine differently per call (the MyBatis `<set>` of optional columns
+///   renders `update t where id = ?` when every one is nil), and what one
+///   call renders wrong is that call's 400, not the module's fault;
+/// - an error that is not about syntax names something the module wrote (a
+///   column, a table, a function), so it is reported whichever sample met it,
+///   with the arguments of that sample.
+///
+/// A statement that inlines the caller's values (`@{}`) is still prepared,
+/// but its errors are not reported: its text depends on what the caller
+/// sends, not on the module.
 public enum SQLCheck {
     /// The table of a template module while it is checked (of the first one,
     /// when there are several: the others get `daogate_check_2`, …).
@@ -29,9 +39,7 @@ public enum SQLCheck {
         defer { sandbox.database.close() }
         for (module, table) in zip(modules, sandbox.tables) {
             for method in module.methods where method.name != module.initializer {
-                for statement in renderings(of: method, table: table).flatMap(\.self) {
-                    prepare(statement, method: method, module: module, on: sandbox.database, into: &problems)
-                }
+                check(method, module: module, table: table, on: sandbox.database, into: &problems)
             }
         }
         return problems.errors.sorted { ($0.file, $0.line) < ($1.file, $1.line) }
@@ -40,8 +48,9 @@ public enum SQLCheck {
     /// Problems, each reported once.
     struct Problems {
         var errors: [LoadError] = []
+        private var seen: Set<LoadError> = []
         mutating func add(_ error: LoadError) {
-            if !errors.contains(error) { errors.append(error) }
+            if seen.insert(error).inserted { errors.append(error) }
         }
     }
 
@@ -94,18 +103,73 @@ public enum SQLCheck {
         }
     }
 
-    private static func prepare(_ statement: RenderedStatement, method: Method, module: Module, on db: Database,
-                                into problems: inout Problems) {
-        do {
-            let prepared = try db.makeStatement(statement.sql)
-            if method.kind == .select && !prepared.isReadOnly {
-                problems.add(LoadError(file: module.file, line: statement.line,
-                                       message: "select '\(method.name)' must only read: its statement writes"))
-            }
-        } catch {
-            if statement.inlinesValues { return }
-            problems.add(LoadError(file: module.file, line: statement.line, message: "SQLite: \(error.message)"))
+    /// Prepares every statement of every sample call of `method`, and reports
+    /// by the rules above.
+    private static func check(_ method: Method, module: Module, table: String, on db: Database,
+                              into problems: inout Problems) {
+        /// One sample call's rendering of a statement, and what SQLite said of it.
+        struct Attempt {
+            var statement: RenderedStatement
+            var arguments: [Value]
+            var error: SQLiteError?
         }
+        // A statement of the method is known by its line and its rank among
+        // the statements a call renders at that line (steps may share a line).
+        var attempts: [[Attempt]] = []
+        var group: [[Int]: Int] = [:]
+        for call in sampleCalls(of: method, table: table) {
+            var ranks: [Int: Int] = [:]
+            for statement in call.runs.flatMap({ $0.statements + ($0.except ?? []) }) {
+                let rank = ranks[statement.line, default: 0]
+                ranks[statement.line] = rank + 1
+                var attempt = Attempt(statement: statement, arguments: call.arguments, error: nil)
+                do {
+                    let prepared = try db.makeStatement(statement.sql)
+                    if method.kind == .select && !prepared.isReadOnly {
+                        problems.add(LoadError(file: module.file, line: statement.line,
+                                               message: "select '\(method.name)' must only read: its statement writes"))
+                    }
+                } catch {
+                    attempt.error = error
+                }
+                let key = [statement.line, rank]
+                if let index = group[key] { attempts[index].append(attempt) } else {
+                    group[key] = attempts.count
+                    attempts.append([attempt])
+                }
+            }
+        }
+        for tries in attempts {
+            let failures = tries.filter { $0.error != nil && !$0.statement.inlinesValues }
+            let nonePrepares = !tries.contains { $0.error == nil }
+            // Arguments are named only where they changed the SQL.
+            let samplesDiffer = Set(tries.map(\.statement.sql)).count > 1
+            var reported: Set<String> = []
+            for (index, failure) in failures.enumerated() {
+                let message = failure.error!.message
+                let broken = index == 0 && nonePrepares
+                guard broken || !isSyntaxError(message), reported.insert(message).inserted else { continue }
+                var text = "SQLite: \(message)"
+                if samplesDiffer {
+                    text += " (with the sample arguments \(describe(failure.arguments, of: method))"
+                        + (broken ? "; no sample call prepares)" : ")")
+                }
+                problems.add(LoadError(file: module.file, line: failure.statement.line, message: text))
+            }
+        }
+    }
+
+    /// Whether SQLite refused the shape of a statement rather than a name in it:
+    /// what dynamic tags can produce for one call and not another.
+    static func isSyntaxError(_ message: String) -> Bool {
+        message.hasSuffix("syntax error") || message == "incomplete input" || message.hasPrefix("unrecognized token")
+    }
+
+    /// Sample arguments as a JSON object by name, for messages.
+    private static func describe(_ arguments: [Value], of method: Method) -> String {
+        var object = OrderedObject()
+        for (argument, value) in zip(method.arguments, arguments) { object[argument.name] = value }
+        return Value.object(object).jsonString()
     }
 
     /// The statements of every sample call of `method` that renders.
@@ -115,7 +179,16 @@ public enum SQLCheck {
 
     /// The runs of every sample call of `method` that renders.
     static func sampleRuns(of method: Method, table: String) -> [[RenderedRun]] {
-        sampleFrames(of: method).compactMap { try? method.render(frame: $0, table: table) }
+        sampleCalls(of: method, table: table).map(\.runs)
+    }
+
+    /// Every sample call of `method` that renders: its arguments by position, and its runs.
+    static func sampleCalls(of method: Method, table: String) -> [(arguments: [Value], runs: [RenderedRun])] {
+        sampleArguments(of: method).compactMap { arguments in
+            guard let frame = try? method.frame(arguments: .array(arguments)),
+                  let runs = try? method.render(frame: frame, table: table) else { return nil }
+            return (arguments, runs)
+        }
     }
 
     /// The frames of sample calls of `method`, with arguments of several

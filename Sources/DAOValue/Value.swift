@@ -27,7 +27,8 @@ extension Value {
         return false
     }
 
-    /// The name of this value's kind, as error messages print it.
+    /// The name of this value's kind in the vocabulary of conditions, where
+    /// JSON's `null` is `nil`: "cannot apply '-' to nil and integer".
     public var kindName: String {
         switch self {
         case .null: "nil"
@@ -41,15 +42,13 @@ extension Value {
         }
     }
 
-    /// The name of this value's kind with an article, for messages: "an integer".
+    /// The name of this value's kind with its article, in the vocabulary of
+    /// JSON (what a caller sent), for messages: "an integer", "null".
     public var kindPhrase: String {
         switch self {
-        case .null: "nil"
-        case .integer: "an integer"
-        case .array: "an array"
-        case .object: "an object"
+        case .null: "null"
         case .blob: "binary data"
-        default: "a \(kindName)"
+        default: withIndefiniteArticle(kindName)
         }
     }
 
@@ -93,4 +92,11 @@ extension Value: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expressib
     public init(dictionaryLiteral elements: (String, Value)...) {
         self = .object(OrderedDictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+}
+
+/// `noun` after "a" or "an", as its first letter asks: "an integer", "a long
+/// long". Every message that names a kind or a type takes its article here.
+public func withIndefiniteArticle(_ noun: String) -> String {
+    guard let first = noun.unicodeScalars.first else { return noun }
+    return ("aeiouAEIOU".unicodeScalars.contains(first) ? "an " : "a ") + noun
 }

@@ -77,7 +77,7 @@ extension Gateway {
         return try storage {
             if let entry = try kv.get(business, key, in: location) {
                 if let requested, !entry.type.reads(as: requested) {
-                    throw StorageError(.typeMismatch, "\(business)/\(key) holds a \(entry.type.rawValue), not a \(requested.rawValue)")
+                    throw StorageError(.typeMismatch, "\(business)/\(key) holds \(withIndefiniteArticle(entry.type.rawValue)), not \(withIndefiniteArticle(requested.rawValue))")
                 }
                 return Self.kvResponse(entry, isDefault: false, encoding)
             }

@@ -26,7 +26,7 @@ struct Render: ParsableCommand {
     @Option(help: "The arguments: a JSON object by name or a JSON array by position.")
     var args: String?
 
-    @Option(help: "The table of a template module (empty tableName).")
+    @Option(help: "The table of a template module (no tableName, and its statements write ${T}).")
     var table: String?
 
     func run() throws {
@@ -46,12 +46,15 @@ struct Render: ParsableCommand {
         }
         let table: String?
         switch (loaded.tableName, self.table) {
-        case (nil, nil): throw ValidationError("module '\(module)' is a template (empty tableName): pass --table NAME")
-        case (nil, let name?):
+        case (let name?, nil): table = name
+        case (_?, _?): throw ValidationError("module '\(module)' has a fixed table (\(loaded.tableName!)): --table is only for template modules")
+        case (nil, nil) where loaded.isTemplate:
+            throw ValidationError("module '\(module)' is a template (no tableName, and its statements write ${T}): pass --table NAME")
+        case (nil, let name?) where loaded.isTemplate:
             if let problem = tableNameProblem(name) { throw ValidationError("--table \(name): \(problem)") }
             table = name
-        case (_?, _?): throw ValidationError("module '\(module)' has a fixed table (\(loaded.tableName!)): --table is only for template modules")
-        case (let name?, nil): table = name
+        case (nil, nil): table = nil
+        case (nil, _?): throw ValidationError("module '\(module)' names no table (no tableName, no ${T}): --table is only for template modules")
         }
         do {
             let frame = try method.frame(arguments: arguments)

@@ -49,7 +49,7 @@ import Testing
             let error = demo.renderError("typed", arguments)
             #expect(error?.code == .missingArgument)
             #expect(error?.argument == "id")
-            #expect(error?.description == "demo.typed: argument 'id' is required ($id) and was nil or missing")
+            #expect(error?.description == "demo.typed: argument 'id' is required ($id) and was null or missing")
         }
     }
 
@@ -68,8 +68,8 @@ import Testing
         (#"{"id": "1"}"#, "argument 'id' must be an integer, not a string"),
         (#"{"id": 1.5}"#, "argument 'id' must be an integer, not a number"),
         (#"{"id": 1, "n": 2147483648}"#, "argument 'n' is an int, and 2147483648 is outside its 32-bit range"),
-        (#"{"id": 1, "ratio": "2"}"#, "argument 'ratio' must be a double, not a string"),
-        (#"{"id": 1, "flag": 1}"#, "argument 'flag' must be a bool, not an integer"),
+        (#"{"id": 1, "ratio": "2"}"#, "argument 'ratio' must be a number, not a string"),
+        (#"{"id": 1, "flag": 1}"#, "argument 'flag' must be a boolean, not an integer"),
         (#"{"id": 1, "data": "not base64!"}"#, "argument 'data' must be binary as base64 text, not a string"),
         (#"{"id": 1, "tags": ["a", 2]}"#, "argument 'tags[1]' must be a string, not an integer"),
         (#"{"id": 1, "tags": "a"}"#, "argument 'tags' must be an array, not a string"),
@@ -92,7 +92,7 @@ import Testing
         let demo = try loaded()
         let missing = demo.renderError("inner", "{}")
         #expect(missing?.code == .missingArgument)
-        #expect(missing?.message == "the foreach collection 'list' is nil; pass an array")
+        #expect(missing?.message == "the foreach collection 'list' is null or missing; pass an array")
         #expect(demo.renderError("inner", #"[{"a": 1}]"#)?.code == .wrongType)
     }
 
@@ -136,6 +136,6 @@ import Testing
         #expect(demo.methods.first { $0.name == "each" }?.requiredCollections == ["items"])
         #expect(demo.methods.first { $0.name == "each" }?.rawTextArguments == ["raw"])
         #expect(demo.methods.first { $0.name == "guarded" }?.rawTextArguments == [])
-        #expect(demo.renderError("guarded", "[null]")?.message == "the foreach collection 'a' is nil; pass an array")
+        #expect(demo.renderError("guarded", "[null]")?.message == "the foreach collection 'a' is null or missing; pass an array")
     }
 }

@@ -118,6 +118,23 @@ import Testing
         #expect(try spaced.render("s", #"{"cols": ["a", "b"]}"#) == [SQL("select * from t order by a, b")])
     }
 
+    @Test func aRunOfJoinedRawValuesIsBoundedSoCheckingItStaysLinear() throws {
+        let loaded = try fixture.load(module(#"""
+            <select id="s" arguments="cols">select * from t order by <foreach collection="cols" item="c" separator="">@{c no ""}</foreach></select>
+            """#))
+        let longest = String(repeating: "a", count: 128)
+        #expect(try loaded.render("s", #"{"cols": ["\#(longest.dropLast())", "b"]}"#) == [SQL("select * from t order by \(longest.dropLast())b")])
+        #expect(try loaded.render("s", #"{"cols": ["\#(longest)"]}"#) == [SQL("select * from t order by \(longest)")])
+        #expect(loaded.renderError("s", #"{"cols": ["\#(longest)a"]}"#)?.code == .unsafeInline)
+        // 200,000 one-letter items: each join re-checked the whole run, 2·10¹⁰ steps.
+        let many = "[" + Array(repeating: #""a""#, count: 200_000).joined(separator: ",") + "]"
+        let started = ContinuousClock.now
+        let error = loaded.renderError("s", #"{"cols": \#(many)}"#)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(error?.code == .unsafeInline)
+        #expect(error?.message.contains("at most 128 bytes") == true, "\(String(describing: error))")
+    }
+
     @Test func aNegativeNumberAfterAMinusSeparatorDoesNotStartAComment() throws {
         let loaded = try fixture.load(module(#"""
             <select id="s" arguments="ns">select <foreach collection="ns" item="n" separator="-">@{n}</foreach> as v</select>

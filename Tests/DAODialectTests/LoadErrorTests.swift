@@ -101,6 +101,17 @@ import Testing
             <sql id="a">x ${a}</sql>
             <select id="s">select ${a}</select>
             """), 2, "${a} includes itself: a → a"),
+        ("fragment cycle no method includes", module("""
+            <sql id="a">x ${b}</sql>
+            <sql id="b">y ${a}</sql>
+            """), 3, "${a} includes itself: a → b → a"),
+        ("crypt property inlined in a write", module("""
+            <crypt class="Secret" property="s"/>
+            <insert id="a" arguments="model:Secret">insert into t (s) values (@{model.s})</insert>
+            """), 3, "@{model.s} would write the crypt property 's' into the SQL text in plain"),
+        ("chain too long", module("<select id=\"a\" arguments=\"a\">select #{a\(String(repeating: ".b", count: 17))}</select>"), 2,
+         "reads more than 16 properties in a chain"),
+        ("processing instruction", "<?php echo 1; ?>\n<module name=\"m\"/>", 1, "processing instructions are not allowed in a module file"),
         ("unknown initializer", "<module name=\"m\" initializer=\"create\"/>", 1, "initializer 'create' is not a method of this module"),
         // The rule the server applies to X-Storage: a module's storage no call could ever use is a load error.
         ("storage name too long", "<module name=\"m\" storage=\"sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss\"/>", 1, "storage 'sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssss': a storage name is 1 to 64 characters"),

@@ -106,4 +106,106 @@ import Testing
         }
         #expect(try engine.value("M", "typed", "[\(secret)]") == ["body": "hidden"])
     }
+
+    /// The module of the issue: `crypt` through `@{}` would write the secret in plain text.
+    static let inlinedSecret = """
+        <module name="Cr" initializer="createTable" tableName="cr" version="1.0">
+          <crypt class="Secret" property="s"/>
+          <update id="createTable">create table if not exists ${T} (id integer primary key, s blob)</update>
+          <insert id="addInline" arguments="model:Secret">insert into ${T} (s) values (@{model.s})</insert>
+          <select id="all" result="[Secret]">select id, s from ${T}</select>
+        </module>
+        """
+
+    @Test func inliningACryptPropertyIsALoadErrorAtItsLine() throws {
+        #expect(throws: LoadFailure.self) { try fixture.module(Self.inlinedSecret, file: "cr.xml") }
+        do {
+            _ = try fixture.module(Self.inlinedSecret, file: "cr.xml")
+        } catch let failure as LoadFailure {
+            #expect(failure.errors.count == 1)
+            #expect(failure.errors.first?.file.hasSuffix("cr.xml") == true)
+            #expect(failure.errors.first?.line == 4)
+            #expect(failure.errors.first?.message
+                == "@{model.s} would write the crypt property 's' into the SQL text in plain: bind it with #{model.s}, which encrypts it")
+        }
+    }
+
+    static let refusedReferences: [(String, String)] = [
+        ("@{} of a typed argument's crypt property", #"<insert id="w" arguments="model:Secret">insert into t (s) values (@{model.s or ""})</insert>"#),
+        ("@{} of an untyped argument's crypt property", #"<insert id="w" arguments="model">insert into t (s) values (@{model.s})</insert>"#),
+        ("@{} inside quotes", #"<update id="w" arguments="model">update t set s = '@{model.s}'</update>"#),
+        ("@{} of a foreach item's crypt property", #"<insert id="w" arguments="ms:[Secret]" foreach="ms.m">insert into t (s) values (@{m.s})</insert>"#),
+        ("@{} of a nested crypt property", #"<insert id="w" arguments="x">insert into t (s) values (@{x.inner.s})</insert>"#),
+        ("#{} of a whole object of a class with a crypt property", #"<insert id="w" arguments="model:Secret">insert into t (json) values (#{model})</insert>"#),
+        ("@{} of a whole object of a class with a crypt property", #"<insert id="w" arguments="model:Secret">insert into t (json) values (@{model})</insert>"#),
+        ("#{} of a whole foreach item", #"<insert id="w" arguments="ms:[Secret]">insert into t (json) values <foreach item="m" collection="ms" separator=",">(#{m})</foreach></insert>"#),
+    ]
+
+    @Test(arguments: refusedReferences)
+    func noReferenceCanWriteACryptPropertyInPlainText(shape: String, method: String) {
+        let xml = "<module name=\"M\" tableName=\"t\">\n<crypt class=\"Secret\" property=\"s\"/>\n\(method)\n</module>"
+        do {
+            _ = try fixture.module(xml)
+            Issue.record("\(shape): loaded")
+        } catch let failure as LoadFailure {
+            #expect(failure.errors.map(\.line) == [3], "\(shape)")
+            #expect(failure.errors.first?.message.contains("in plain") == true, "\(shape): \(failure)")
+        } catch {
+            Issue.record("\(shape): \(error)")
+        }
+    }
+
+    @Test func readsAndPlainPropertiesMayStillBeInlined() throws {
+        let module = try fixture.module("""
+            <module name="M" tableName="t">
+              <crypt class="Secret" property="s"/>
+              <select id="find" arguments="model:Secret">select * from t where s = @{model.s} and other = @{model.other}</select>
+              <insert id="plain" arguments="model:Secret">insert into t (other) values (@{model.other})</insert>
+              <insert id="whole" arguments="model:Open">insert into t (json) values (#{model})</insert>
+            </module>
+            """)
+        #expect(module.methods.count == 3)
+    }
+
+    @Test func aCryptColumnReadsBackThroughAMapThatRenamesIt() throws {
+        let engine = try fixture.engine("""
+            <module name="Cr" initializer="create" tableName="cr" version="1.0">
+              <crypt class="Secret" property="s"/>
+              <crypt class="Shown" property="text"/>
+              <map id="shown" result="Shown"><result property="text" column="s"/></map>
+              <map id="renamed" result="Secret"><result property="s" column="body"/></map>
+              <update id="create">create table if not exists ${T} (id integer primary key, s blob, body blob)</update>
+              <insert id="add" arguments="model:Secret">insert into ${T} (s, body) values (#{model.s}, #{model.s})</insert>
+              <select id="viaMap" result="[:shown]">select id, s from ${T}</select>
+              <select id="renamedColumn" result="[:renamed]">select id, body from ${T}</select>
+              <select id="typed" result="[Secret]">select id, s from ${T}</select>
+            </module>
+            """, cipher: Cipher(key: .generate()))
+        try engine.write("Cr", "add", #"[{"s": "\#(Self.secret)"}]"#)
+        #expect(try engine.value("Cr", "viaMap") == [["id": 1, "text": .string(Self.secret)]])
+        #expect(try engine.value("Cr", "renamedColumn") == [["id": 1, "s": .string(Self.secret)]])
+        #expect(try engine.value("Cr", "typed") == [["id": 1, "s": .string(Self.secret)]])
+    }
+
+    @Test func aValueNoCryptPropertyOfTheModuleWroteStillFails() throws {
+        let key = try CipherKey.generate()
+        let other = try fixture.engine("""
+            <module name="Other" initializer="create" tableName="cr" version="1.0">
+              <crypt class="Elsewhere" property="unrelated"/>
+              <update id="create">create table if not exists ${T} (id integer primary key, s blob)</update>
+              <insert id="add" arguments="model:Elsewhere">insert into ${T} (s) values (#{model.unrelated})</insert>
+            </module>
+            """, cipher: Cipher(key: key))
+        try other.write("Other", "add", #"[{"unrelated": "x"}]"#)
+        other.shutdown()
+        let reader = try fixture.engine("""
+            <module name="Reader" tableName="cr" version="1.0">
+              <crypt class="Secret" property="s"/>
+              <select id="typed" result="[Secret]">select id, s from ${T}</select>
+            </module>
+            """, cipher: Cipher(key: key))
+        let error = reader.failure("Reader", "typed")
+        #expect(error?.code == .encryption)
+        #expect(error?.message.contains("cannot decrypt Secret.s") == true)
+    }
 }

@@ -48,8 +48,70 @@ import Testing
         #expect(errors.map(\.line) == [5, 7, 8, 9])
         #expect(errors[0].message == #"SQLite: near "creat": syntax error"#)
         #expect(errors[1].message == "SQLite: no such column: nmae")
-        #expect(errors[2].message == "SQLite: no such column: missing")
+        // Only the sample that takes the <if> names the missing column: it is reported, with its arguments.
+        #expect(errors[2].message == #"SQLite: no such column: missing (with the sample arguments {"flag":1})"#)
         #expect(errors[3].message == "select 'writes' must only read: its statement writes")
+    }
+
+    /// The MyBatis pattern of optional columns: the all-nil sample renders
+    /// `update t where id = ?`, which is that call's 400, not a broken module.
+    static let patchModule = """
+        <module name="Books" initializer="create" tableName="books" version="1.0">
+          <update id="create">create table if not exists ${T} (id integer primary key, title text, year integer)</update>
+          <update id="patch" arguments="$id, title, year">
+            update ${T} <set><if true="title != nil">title = #{title},</if><if true="year != nil">year = #{year},</if></set> where id = #{id}
+          </update>
+        </module>
+        """
+
+    @Test func aStatementThatSomeSampleCallsPrepareIsNotBroken() throws {
+        let module = try fixture.module(Self.patchModule)
+        #expect(SQLCheck.check([module]) == [])
+    }
+
+    @Test func aModuleWithOptionalColumnsServes() throws {
+        let engine = try fixture.engine(Self.patchModule)
+        #expect(try engine.write("Books", "patch", #"{"id": 1, "title": "x"}"#).changes == 0)
+        // The call that sets nothing rendered SQL of its own making: the caller's error.
+        let error = engine.failure("Books", "patch", #"{"id": 1}"#)
+        #expect(error?.isCallersFault == true)
+    }
+
+    @Test func aStatementNoSamplePreparesIsBrokenAndSaysWithWhichArguments() throws {
+        let module = try fixture.module("""
+            <module name="M" initializer="create" tableName="t" version="1.0">
+              <update id="create">create table if not exists ${T} (id integer primary key, title text)</update>
+              <update id="patch" arguments="$id, title">
+                update ${T} set <if true="title != nil">title = #{title}</if> wher id = #{id}
+              </update>
+            </module>
+            """)
+        let errors = SQLCheck.check([module])
+        #expect(errors.map(\.line) == [3])
+        #expect(errors.first?.message.hasPrefix(#"SQLite: near "#) == true)
+        #expect(errors.first?.message.hasSuffix(#"(with the sample arguments {"id":1,"title":1}; no sample call prepares)"#) == true,
+                "\(errors)")
+    }
+
+    @Test func aStaticStatementsErrorNamesNoArguments() throws {
+        let module = try fixture.module("""
+            <module name="M" tableName="t" version="1.0">
+              <select id="s" arguments="x">select * from nowhere where a = #{x}</select>
+            </module>
+            """)
+        #expect(SQLCheck.check([module]).map(\.message) == ["SQLite: no such table: nowhere"])
+    }
+
+    @Test func stepsOnOneLineAreJudgedApart() throws {
+        let module = try fixture.module("""
+            <module name="M" initializer="create" tableName="t" version="1.0">
+              <update id="create">create table if not exists ${T} (id integer primary key, a text)</update>
+              <update id="two" arguments="a"><step>update ${T} set a = #{a}</step><step>updat ${T} <if true="a != nil">set a = 1</if></step></update>
+            </module>
+            """)
+        let errors = SQLCheck.check([module])
+        #expect(errors.count == 1)
+        #expect(errors.first?.message.contains("no sample call prepares") == true, "\(errors)")
     }
 
     @Test func templateModulesAreCheckedOnASampleTable() throws {

@@ -141,7 +141,7 @@ final class TestClock: Sendable {
         #expect(reply.code == "missing_argument")
         #expect(reply.json[member: "method"] == "Books.addBook")
         #expect(reply.json[member: "argument"] == "title")
-        #expect(reply.json[member: "detail"] == "argument 'title' is required ($title) and was nil or missing")
+        #expect(reply.json[member: "detail"] == "argument 'title' is required ($title) and was null or missing")
     }
 
     @Test func wrongContentTypeIs415() {

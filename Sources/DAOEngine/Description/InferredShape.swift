@@ -45,13 +45,20 @@ indirect enum InferredShape: Equatable {
         }
     }
 
+    /// How deep a described shape may nest: a value reached through more
+    /// steps (nested `foreach`es over chained members) is described as any
+    /// JSON value from there, so no schema is deeper than what a reader, an
+    /// encoder or a client generator recurses through safely.
+    static let maximumDepth = 32
+
     /// `shape` for the value at the end of `steps` from this one.
     ///
     /// A `.count` step says nothing (it counts an array's elements or an
     /// object's members, or reads a member named `count`): such uses are left out.
     func joined(_ shape: InferredShape, at steps: [BindingSource.Step]) -> InferredShape {
         if steps.contains(.member("count")) { return self }
-        let nested = steps.reversed().reduce(shape) { inner, step in
+        let shape = steps.count > Self.maximumDepth ? .known(.any) : shape
+        let nested = steps.prefix(Self.maximumDepth).reversed().reduce(shape) { inner, step in
             switch step {
             case .member(let name): .object([Member(name: name, shape: inner)])
             case .element: .array(inner)

@@ -195,8 +195,16 @@ extension Engine {
             guard let requested, !sameTable(requested, fixed) else { return TableChoice(name: fixed, chosenByCaller: false) }
             throw EngineError(.invalidTable, "module \(module.name) always uses its table \(fixed); only a template module (no tableName) takes a table name")
         }
+        guard module.isTemplate else {
+            // No tableName and no ${T}: the module names no table. Its
+            // initializer's version is kept under a name no table can take.
+            if let requested {
+                throw EngineError(.invalidTable, "module \(module.name) names no table (no tableName, no ${T}); '\(requested.prefix(80))' is only for template modules")
+            }
+            return TableChoice(name: "daogate_module_" + module.name, chosenByCaller: false)
+        }
         guard let requested else {
-            throw EngineError(.invalidTable, "module \(module.name) is a template (no tableName): the call must name its table")
+            throw EngineError(.invalidTable, "module \(module.name) is a template (no tableName, and its statements write ${T}): the call must name its table")
         }
         if let problem = tableNameProblem(requested) {
             throw EngineError(.invalidTable, "table '\(requested.prefix(80))': \(problem)")

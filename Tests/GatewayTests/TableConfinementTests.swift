@@ -189,3 +189,26 @@ import Testing
         #expect(statuses[200, default: 0] > 100)
     }
 }
+
+/// A module with no tableName whose statements never write ${T} names no
+/// table: its calls need no X-Table-Name, and refuse one.
+@Suite struct TablelessModuleTests {
+    static let constants = """
+        <module name="Constants" version="1.0">
+          <select id="one" result="int">select 1</select>
+        </module>
+        """
+
+    @Test func aModuleThatNamesNoTableNeedsNoTableName() throws {
+        let fixture = try GatewayFixture(extraModules: [Self.constants])
+        #expect(fixture.post("/dao/Constants/one").text == #"{"result":1}"#)
+        let named = fixture.post("/dao/Constants/one", nil, table: "t")
+        #expect(named.status == 400)
+        #expect(named.code == "invalid_table")
+        let described = fixture.send("GET", "/modules/Constants")
+        #expect(described.status == 200, "\(described.text)")
+        #expect(described.json[member: "template"] == .bool(false))
+        #expect(fixture.send("POST", "/transaction", #"{"calls": [{"module": "Constants", "method": "one"}]}"#).text
+            == #"{"results":[{"result":1}]}"#)
+    }
+}

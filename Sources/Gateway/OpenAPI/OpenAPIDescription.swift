@@ -58,7 +58,7 @@ public struct OpenAPIDescription {
             components: builder.components,
             security: [],
             tags: builder.modules.map { module in
-                OpenAPI.Tag(name: module.name, description: "The \(module.name) module (table \(module.tableName ?? "per call"), version \(module.version)).")
+                OpenAPI.Tag(name: module.name, description: "The \(module.name) module (\(module.tableName.map { "table \($0)" } ?? (module.isTemplate ? "table per call" : "no table")), version \(module.version)).")
             }
         )
     }

@@ -59,7 +59,11 @@ extension Engine {
         defer { prepared.reset() }
         try bind(statement, to: prepared, origin)
         let reader = ResultReader(module: origin.module, method: origin.name, line: statement.line, cipher: configuration.cipher)
-        return try reader.read(prepared, as: type)
+        do {
+            return try reader.read(prepared, as: type)
+        } catch let error where error.sqlite != nil {
+            throw failure(error.sqlite!, statement, origin, running: true)
+        }
     }
 
     /// `body` inside one read transaction: every statement sees the same snapshot.
@@ -118,7 +122,7 @@ extension Engine {
         do {
             try prepared.run()
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+            throw failure(error, statement, origin, running: true)
         }
         return db.totalChanges - before
     }
@@ -131,8 +135,7 @@ extension Engine {
         do {
             return statement.inlinesValues ? try db.makeStatement(statement.sql) : try db.cachedStatement(statement.sql)
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
-                              shapedByCall: statement.dependsOnCall)
+            throw failure(error, statement, origin, running: false)
         }
     }
 
@@ -156,8 +159,22 @@ extension Engine {
         do {
             try prepared.bind(values)
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+            throw failure(error, statement, origin, running: false)
         }
+    }
+
+    /// The error of SQLite's failure on a statement: the caller's fault when
+    /// SQLite refused what the call made (see `EngineError.init(_:method:line:file:blamesCall:)`).
+    ///
+    /// Compiling, the call is to blame when it shaped the text (`@{}`,
+    /// dynamic tags); running, also when it gave values to bind: SQLite's
+    /// runtime refusals (malformed JSON to `json_each(#{ids})`, an integer
+    /// overflow) come from the values a statement computes with. A statement
+    /// with neither, failing, is the module's or its data's.
+    private func failure(_ error: SQLiteError, _ statement: RenderedStatement, _ origin: Origin,
+                         running: Bool) -> EngineError {
+        EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
+                    blamesCall: statement.dependsOnCall || (running && !statement.bindings.isEmpty))
     }
 
     /// The error of a `<try>` whose except branch failed too.

@@ -60,15 +60,21 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         self.init(code, render.message, method: render.method, render: render)
     }
 
-    /// The error of a statement SQLite refused. `shapedByCall` says whether the
-    /// call made its SQL text (its values inlined by `@{}`, or dynamic tags that
-    /// rendered, say, an empty `in ()`), which makes an SQL error the caller's.
-    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, shapedByCall: Bool = false) {
+    /// The error of a statement SQLite refused.
+    ///
+    /// `blamesCall` says whether what SQLite refused came from the call: the
+    /// statement's text when the call shaped it (values inlined by `@{}`,
+    /// dynamic tags that left, say, `id in` without a list), its values when
+    /// it ran. SQLite's refusal (`SQLiteError.isRefusal`) is then the
+    /// caller's, `invalid_arguments`; otherwise it is the module's,
+    /// `statement_failed`. Constraints, lock timeouts, values too large and
+    /// type mismatches are classified alike wherever they come from.
+    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, blamesCall: Bool = false) {
         let code: Code = if sqlite.isConstraintViolation { .constraintViolation }
             else if sqlite.isBusy { .busy }
-            else if sqlite.code == 18 /* SQLITE_TOOBIG */ { .tooBig }
-            else if sqlite.code == 20 /* SQLITE_MISMATCH */ { .invalidArguments }
-            else if sqlite.code == 1 /* SQLITE_ERROR */ && shapedByCall { .invalidArguments }
+            else if sqlite.isTooBig { .tooBig }
+            else if sqlite.isDatatypeMismatch { .invalidArguments }
+            else if sqlite.isRefusal && blamesCall { .invalidArguments }
             else { .statementFailed }
         let place = line.map { " (\(file.map { "\($0):" } ?? "line ")\($0))" } ?? ""
         self.init(code, "the statement\(place) failed: \(sqlite.message)", method: method, line: line, sqlite: sqlite)

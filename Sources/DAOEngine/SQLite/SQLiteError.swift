@@ -28,6 +28,22 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection held the lock past the busy timeout.
     public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
 
+    /// `SQLITE_TOOBIG`: a string, blob or statement over SQLite's limits.
+    public var isTooBig: Bool { code == SQLITE_TOOBIG }
+
+    /// `SQLITE_MISMATCH`: a value of the wrong type where SQLite insists on one
+    /// (an `INTEGER PRIMARY KEY`, a `LIMIT`).
+    public var isDatatypeMismatch: Bool { code == SQLITE_MISMATCH }
+
+    /// SQLite refused the statement itself or what it computed, rather than
+    /// failing to store or reach data: `SQLITE_ERROR` (syntax, unknown names,
+    /// a function's error such as malformed JSON or an integer overflow),
+    /// `SQLITE_SCHEMA` (such a compile error met while the connection's copy of
+    /// the schema was out of date: `select abc` on a connection that never
+    /// read the schema fails so, with "no such column: abc") and `SQLITE_RANGE`
+    /// (parameters that do not match the values).
+    public var isRefusal: Bool { code == SQLITE_ERROR || code == SQLITE_SCHEMA || code == SQLITE_RANGE }
+
     /// "SQLite error 19 (SQLITE_CONSTRAINT_UNIQUE): UNIQUE constraint failed: t.id — in: insert into t …"
     public var description: String {
         var text = "SQLite error \(code) (\(sqliteResultCodeName(extendedCode))): \(message)"

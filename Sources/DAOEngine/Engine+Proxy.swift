@@ -24,12 +24,13 @@ extension Engine {
     /// The rowid of the last row inserted by the last write method in the
     /// module's database (`lastInsertRowId`); 0 when it inserted none. Calls
     /// of other callers of the same database come in between: prefer the
-    /// `lastInsertRowID` of a call's own result.
+    /// `lastInsertRowID` of a call's own result. A database with no file
+    /// yet is not created: its answer is 0.
     public func lastInsertRowID(module name: String, context: CallContext) throws(EngineError) -> Int64 {
         let module = try self.module(name)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withWriter(database) { db throws(EngineError) in db.lastInsertRowID }
-        }
+        } ?? 0
     }
 
     /// The module's method ids, in file order (`allMethodsList`).
@@ -38,37 +39,38 @@ extension Engine {
     }
 
     /// The stored version of the module's table in the caller's database, nil
-    /// when the table has not been created there.
+    /// when the table has not been created there (or the database has no file).
     public func storedVersion(module name: String, table requested: String? = nil,
                               context: CallContext) throws(EngineError) -> Version? {
         let module = try self.module(name)
         let table = try tableName(of: module, requested: requested)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in
                 guard try tableExists("TableVersions", on: db) else { return nil }
                 return try recordedVersion(of: table, on: db)
             }
-        }
+        } ?? nil
     }
 
     /// The tables the module has created in the caller's database (several
     /// for a template module), with their versions.
     public func tables(module name: String, context: CallContext) throws(EngineError) -> [TableInfo] {
         let module = try self.module(name)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in try tables(of: module, on: db) }
-        }
+        } ?? []
     }
 
-    /// Drops the module's table (`deleteTable`). The module stays usable: its
-    /// next call creates the table again.
+    /// Drops the module's table (`deleteTable`); false when it did not exist.
+    /// The module stays usable: its next call creates the table again. A
+    /// database with no file is left without one.
     @discardableResult
     public func deleteTable(module name: String, table requested: String? = nil,
                             context: CallContext) throws(EngineError) -> Bool {
         let module = try self.module(name)
         let table = try tableName(of: module, requested: requested)
         let location = try location(of: module, context: context)
-        let existed = try withDatabase(location) { database throws(EngineError) -> Bool in
+        let existed = try withDatabaseIfExists(location) { database throws(EngineError) -> Bool in
             defer { database.forget(table) }
             return try withWriter(database) { db throws(EngineError) -> Bool in
                 try transaction(db) { () throws(EngineError) -> Bool in
@@ -79,7 +81,7 @@ extension Engine {
                     return existed
                 }
             }
-        }
+        } ?? false
         if existed {
             observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
         }
@@ -92,12 +94,14 @@ extension Engine {
     /// Only tables the module created are considered, so no caller can drop
     /// another module's tables. `progress` receives the fraction done after
     /// each table. POSIX matching runs in linear time: no pattern can stall it.
+    /// A database with no file has no tables: nothing is dropped, nothing
+    /// vacuumed, and no file created.
     public func deleteTables(module name: String, matching pattern: String, vacuum: Bool, context: CallContext,
                              progress: ((Double) -> Void)? = nil) throws(EngineError) -> DeletedTables {
         let module = try self.module(name)
         let expression = try PosixRegex(pattern)
         let location = try location(of: module, context: context)
-        let dropped = try withDatabase(location) { database throws(EngineError) -> [String] in
+        let result = try withDatabaseIfExists(location) { database throws(EngineError) -> [String] in
             let dropped = try withWriter(database) { db throws(EngineError) -> [String] in
                 let matching = try tables(of: module, on: db).map(\.table).filter(expression.matchesWhole)
                 try transaction(db) { () throws(EngineError) in
@@ -113,18 +117,19 @@ extension Engine {
             for table in dropped { database.forget(table) }
             return dropped
         }
+        let dropped = result ?? []
         for table in dropped {
             observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
         }
         if dropped.isEmpty { progress?(1) }
-        return DeletedTables(tables: dropped, vacuumed: vacuum)
+        return DeletedTables(tables: dropped, vacuumed: vacuum && result != nil)
     }
 
     /// Rebuilds the module's database file, returning free pages to the file
-    /// system (`vacuumDatabase`).
+    /// system (`vacuumDatabase`). A database with no file is left without one.
     public func vacuum(module name: String, context: CallContext) throws(EngineError) {
         let module = try self.module(name)
-        try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withWriter(database) { db throws(EngineError) in try run("vacuum", on: db) }
         }
     }

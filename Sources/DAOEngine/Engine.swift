@@ -313,6 +313,13 @@ extension Engine {
         try adapting { try registry.withDatabase(location) { database in try body(database) } }
     }
 
+    /// As `withDatabase`, for reads and for what is a no-op on an empty
+    /// database: nil, creating no file, when the location has none.
+    func withDatabaseIfExists<T>(_ location: StorageLocation,
+                                 _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T? {
+        try adapting { try registry.withExistingDatabase(location) { database in try body(database) } }
+    }
+
     func withWriter<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
         try adapting { try database.pool.write { db in try body(db) } }
     }

@@ -22,9 +22,11 @@ final class GatewayFixture: Sendable {
     /// The time the gateway's caches see; tests move it.
     let clock = TestClock()
 
-    init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init()) throws {
+    /// A gateway over the modules of `modulesDirectory` (the examples by default).
+    init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
+         modulesDirectory: String = GatewayFixture.modulesDirectory) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
-        let (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
+        let (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         #expect(errors.isEmpty)
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),

@@ -157,7 +157,7 @@ extension Engine {
             }
             return tables
         } catch {
-            throw EngineError(.storageFailed, error.message, sqlite: error)
+            throw EngineError(storage: error, error.message)
         }
     }
 }

@@ -48,7 +48,7 @@ extension Engine {
     /// concurrent first calls wait on the writer.
     func prepareTable(_ module: Module, _ table: String, in database: OpenDatabase) throws(EngineError) {
         if database.isReady(table) { return }
-        let events = try withWriter(database) { db throws(EngineError) -> [TableEvent] in
+        let events = try withWriter(database, allOrNothing: true) { db throws(EngineError) -> [TableEvent] in
             if database.isReady(table) { return [] }
             let events = try bringUpToDate(module, table, database.location, on: db)
             database.markReady(table)
@@ -140,7 +140,7 @@ extension Engine {
             try statement.bind(bindings)
             try statement.run()
         } catch {
-            throw EngineError(.storageFailed, "\(error.message) (in: \(sql))", sqlite: error)
+            throw EngineError(storage: error, "\(error.message) (in: \(sql))")
         }
     }
 
@@ -153,7 +153,7 @@ extension Engine {
             guard try statement.step() else { return nil }
             return statement.value(at: 0).stringValue
         } catch {
-            throw EngineError(.storageFailed, "\(error.message) (in: \(sql))", sqlite: error)
+            throw EngineError(storage: error, "\(error.message) (in: \(sql))")
         }
     }
 }

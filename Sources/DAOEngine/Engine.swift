@@ -214,7 +214,7 @@ extension Engine {
                     try select(target, runs, on: db)
                 })
             }
-            return .write(try withWriter(database) { db throws(EngineError) in
+            return .write(try withWriter(database, allOrNothing: true) { db throws(EngineError) in
                 try transaction(db) { () throws(EngineError) in try write(target, runs, on: db) }
             })
         }
@@ -265,7 +265,7 @@ extension Engine {
         guard let location = targets.first?.location else { return [] }
         return try withDatabase(location) { database throws(EngineError) in
             for target in targets { try prepareTable(target.module, target.table, in: database) }
-            return try withWriter(database) { db throws(EngineError) in
+            return try withWriter(database, allOrNothing: true) { db throws(EngineError) in
                 try transaction(db) { () throws(EngineError) in
                     var results: [CallResult] = []
                     for (index, target) in targets.enumerated() {
@@ -320,12 +320,28 @@ extension Engine {
         try adapting { try registry.withExistingDatabase(location) { database in try body(database) } }
     }
 
-    func withWriter<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        try adapting { try database.pool.write { db in try body(db) } }
+    /// With `allOrNothing` (a body that is one transaction, or bookkeeping
+    /// that may run twice), a write that ran out of file descriptors, and so
+    /// was rolled back, runs once more after the idle databases and readers
+    /// gave theirs back.
+    func withWriter<T>(_ database: OpenDatabase, allOrNothing: Bool = false,
+                       _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try adapting { try database.pool.write { db in try body(db) } }
+        } catch where allOrNothing && error.code == .overloaded && registry.relieve() {
+            return try adapting { try database.pool.write { db in try body(db) } }
+        }
     }
 
+    /// A read that ran out of file descriptors (to open a reader, its
+    /// `-wal`, a temporary file) runs once more after the idle databases and
+    /// readers gave theirs back: a read can run twice.
     func withReader<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        try adapting { try database.pool.read { db in try body(db) } }
+        do {
+            return try adapting { try database.pool.read { db in try body(db) } }
+        } catch where error.code == .overloaded && registry.relieve() {
+            return try adapting { try database.pool.read { db in try body(db) } }
+        }
     }
 
     /// `body` in `BEGIN IMMEDIATE … COMMIT` (a savepoint when nested); rolled back when it throws.

@@ -1,5 +1,4 @@
 import DAOEngine
-import Dispatch
 import Foundation
 import Testing
 
@@ -23,25 +22,11 @@ import Testing
         let pool = try DatabasePool(path: folder.file(), configuration: configuration.database)
         try pool.write { try $0.execute("create table t (v integer); insert into t values (1)") }
         // Every reader busy at once, each having read (so each has its -wal open).
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let group = DispatchGroup()
-        for _ in 0..<readers {
-            group.enter()
-            Thread {
-                _ = try? pool.read { db in
-                    try db.execute("select * from t")
-                    started.signal()
-                    release.wait()
-                }
-                group.leave()
-            }.start()
+        let held = pool.holdingReaders(readers, read: { try $0.execute("select * from t") }) {
+            #expect(pool.openConnectionCount == 1 + readers)
+            #expect(descriptorsInFolder() == configuration.descriptorsPerDatabase)
         }
-        for _ in 0..<readers { started.wait() }
-        #expect(pool.openConnectionCount == 1 + readers)
-        #expect(descriptorsInFolder() == configuration.descriptorsPerDatabase)
-        for _ in 0..<readers { release.signal() }
-        group.wait()
+        #expect(held)
         pool.close()
         #expect(descriptorsInFolder() == 0)
     }

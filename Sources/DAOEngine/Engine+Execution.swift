@@ -62,7 +62,7 @@ extension Engine {
         do {
             return try reader.read(prepared, as: type)
         } catch let error where error.sqlite != nil {
-            throw failure(error.sqlite!, statement, origin, running: true)
+            throw failure(error.sqlite!, statement, origin, runningOn: db)
         }
     }
 
@@ -122,7 +122,7 @@ extension Engine {
         do {
             try prepared.run()
         } catch {
-            throw failure(error, statement, origin, running: true)
+            throw failure(error, statement, origin, runningOn: db)
         }
         return db.totalChanges - before
     }
@@ -135,7 +135,7 @@ extension Engine {
         do {
             return statement.inlinesValues ? try db.makeStatement(statement.sql) : try db.cachedStatement(statement.sql)
         } catch {
-            throw failure(error, statement, origin, running: false)
+            throw failure(error, statement, origin, runningOn: nil)
         }
     }
 
@@ -159,22 +159,28 @@ extension Engine {
         do {
             try prepared.bind(values)
         } catch {
-            throw failure(error, statement, origin, running: false)
+            throw failure(error, statement, origin, runningOn: nil)
         }
     }
 
     /// The error of SQLite's failure on a statement: the caller's fault when
     /// SQLite refused what the call made (see `EngineError.init(_:method:line:file:blamesCall:)`).
     ///
-    /// Compiling, the call is to blame when it shaped the text (`@{}`,
-    /// dynamic tags); running, also when it gave values to bind: SQLite's
-    /// runtime refusals (malformed JSON to `json_each(#{ids})`, an integer
-    /// overflow) come from the values a statement computes with. A statement
-    /// with neither, failing, is the module's or its data's.
+    /// Compiling (`runningOn` nil), the call is to blame when it shaped the
+    /// text (`@{}`, dynamic tags). Running, also when it gave values to bind
+    /// and the SQL still compiles: SQLite's runtime refusals (malformed JSON to
+    /// `json_each(#{ids})`, an integer overflow) come from the values a
+    /// statement computes with, while a cached statement that no longer
+    /// compiles (its table dropped behind the engine's back) is not the
+    /// caller's doing. A statement with neither, failing, is the module's or
+    /// its data's.
     private func failure(_ error: SQLiteError, _ statement: RenderedStatement, _ origin: Origin,
-                         running: Bool) -> EngineError {
-        EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
-                    blamesCall: statement.dependsOnCall || (running && !statement.bindings.isEmpty))
+                         runningOn db: Database?) -> EngineError {
+        var blamesCall = statement.dependsOnCall
+        if !blamesCall, let db, !statement.bindings.isEmpty, error.isRefusal {
+            blamesCall = (try? db.makeStatement(statement.sql)) != nil
+        }
+        return EngineError(error, method: origin.name, line: statement.line, file: origin.module.file, blamesCall: blamesCall)
     }
 
     /// The error of a `<try>` whose except branch failed too.

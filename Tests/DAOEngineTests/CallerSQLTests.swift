@@ -26,6 +26,7 @@ import Testing
           <select id="each" arguments="qs" result="string" foreach="qs.q">select @{q no ""}</select>
           <insert id="addRaw" arguments="q">insert into ${T} (name) values (@{q no ""})</insert>
           <select id="broken" result="[int]">select no_such_column from ${T}</select>
+          <select id="name" arguments="id" result="string">select name from ${T} where id = #{id}</select>
         </module>
         """
 
@@ -104,6 +105,20 @@ import Testing
         let error = engine.failure("R", "broken")
         #expect(error?.code == .statementFailed)
         #expect(error?.isCallersFault == false)
+    }
+
+    @Test func aTableDroppedBehindTheEnginesBackIsNotTheCallersFault() throws {
+        let engine = try fixture.engine(Self.module)
+        try engine.write("R", "add", #"["one"]"#)
+        #expect(try engine.value("R", "name", "[1]") == "one")
+        let other = try Database(path: fixture.dataDirectory + "/common.db", readOnly: false, configuration: .init())
+        try other.execute("drop table t")
+        other.close()
+        Thread.sleep(forTimeInterval: 0.2)  // past the readers' snapshots of another process's writes
+        // The cached statement no longer compiles: a runtime SQLITE_ERROR, with a value bound, that is not the value's.
+        let error = engine.failure("R", "name", "[1]")
+        #expect(error?.code == .statementFailed, "\(String(describing: error))")
+        #expect(error?.message.contains("no such table") == true)
     }
 
     @Test func sqliteErrorsNameTheirKind() {

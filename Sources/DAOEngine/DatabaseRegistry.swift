@@ -106,8 +106,15 @@ final class DatabaseRegistry: Sendable {
 
     /// The location's database, waiting (up to 5 s) while a reset of it runs;
     /// nil when it has no file and `creating` is false.
+    /// Out of file descriptors, the idle databases and readers give theirs
+    /// back and the open is tried once more; then it is `overloaded`.
     private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
-        var acquired = try acquireUnlessFenced(location, creating: creating)
+        var acquired: Acquired
+        do {
+            acquired = try acquireUnlessFenced(location, creating: creating)
+        } catch where error.code == .overloaded && relieve() {
+            acquired = try acquireUnlessFenced(location, creating: creating)
+        }
         var deadline: ContinuousClock.Instant?
         while true {
             switch acquired {
@@ -145,7 +152,7 @@ final class DatabaseRegistry: Sendable {
                 opened = true
                 return .success(.entry(entry))
             } catch {
-                return .failure(EngineError(.storageFailed, "cannot open the database (\(location)): \(error.message)", sqlite: error))
+                return .failure(EngineError(storage: error, "cannot open the database (\(location)): \(error.message)"))
             }
         }
         let acquired = try result.get()
@@ -176,6 +183,20 @@ final class DatabaseRegistry: Sendable {
             }
         }
         for database in victims { database.pool.close() }
+    }
+
+    /// Gives file descriptors back after an open failed for want of them:
+    /// closes the least recently used idle database and the idle readers of
+    /// the others (they reopen on demand). Whether there was anything to close.
+    func relieve() -> Bool {
+        let (idle, others) = state.withLock { state -> (OpenDatabase?, [OpenDatabase]) in
+            let idle = state.entries.filter { $0.value.leases == 0 }.min { $0.value.lastUse < $1.value.lastUse }
+            if let idle { state.entries[idle.key] = nil }
+            return (idle?.value.database, state.entries.values.map(\.database))
+        }
+        idle?.pool.close()
+        for database in others { database.pool.closeIdleReaders() }
+        return idle != nil || !others.isEmpty
     }
 
     /// The databases open right now.

@@ -59,7 +59,11 @@ extension Engine {
         defer { prepared.reset() }
         try bind(statement, to: prepared, origin)
         let reader = ResultReader(module: origin.module, method: origin.name, line: statement.line, cipher: configuration.cipher)
-        return try reader.read(prepared, as: type)
+        do {
+            return try reader.read(prepared, as: type)
+        } catch let error where error.sqlite != nil {
+            throw failure(error.sqlite!, statement, origin, runningOn: db)
+        }
     }
 
     /// `body` inside one read transaction: every statement sees the same snapshot.
@@ -118,7 +122,7 @@ extension Engine {
         do {
             try prepared.run()
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+            throw failure(error, statement, origin, runningOn: db)
         }
         return db.totalChanges - before
     }
@@ -131,8 +135,7 @@ extension Engine {
         do {
             return statement.inlinesValues ? try db.makeStatement(statement.sql) : try db.cachedStatement(statement.sql)
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file,
-                              shapedByCall: statement.dependsOnCall)
+            throw failure(error, statement, origin, runningOn: nil)
         }
     }
 
@@ -156,8 +159,28 @@ extension Engine {
         do {
             try prepared.bind(values)
         } catch {
-            throw EngineError(error, method: origin.name, line: statement.line, file: origin.module.file)
+            throw failure(error, statement, origin, runningOn: nil)
         }
+    }
+
+    /// The error of SQLite's failure on a statement: the caller's fault when
+    /// SQLite refused what the call made (see `EngineError.init(_:method:line:file:blamesCall:)`).
+    ///
+    /// Compiling (`runningOn` nil), the call is to blame when it shaped the
+    /// text (`@{}`, dynamic tags). Running, also when it gave values to bind
+    /// and the SQL still compiles: SQLite's runtime refusals (malformed JSON to
+    /// `json_each(#{ids})`, an integer overflow) come from the values a
+    /// statement computes with, while a cached statement that no longer
+    /// compiles (its table dropped behind the engine's back) is not the
+    /// caller's doing. A statement with neither, failing, is the module's or
+    /// its data's.
+    private func failure(_ error: SQLiteError, _ statement: RenderedStatement, _ origin: Origin,
+                         runningOn db: Database?) -> EngineError {
+        var blamesCall = statement.dependsOnCall
+        if !blamesCall, let db, !statement.bindings.isEmpty, error.isRefusal {
+            blamesCall = (try? db.makeStatement(statement.sql)) != nil
+        }
+        return EngineError(error, method: origin.name, line: statement.line, file: origin.module.file, blamesCall: blamesCall)
     }
 
     /// The error of a `<try>` whose except branch failed too.

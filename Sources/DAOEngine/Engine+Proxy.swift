@@ -24,12 +24,13 @@ extension Engine {
     /// The rowid of the last row inserted by the last write method in the
     /// module's database (`lastInsertRowId`); 0 when it inserted none. Calls
     /// of other callers of the same database come in between: prefer the
-    /// `lastInsertRowID` of a call's own result.
+    /// `lastInsertRowID` of a call's own result. A database with no file
+    /// yet is not created: its answer is 0.
     public func lastInsertRowID(module name: String, context: CallContext) throws(EngineError) -> Int64 {
         let module = try self.module(name)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withWriter(database) { db throws(EngineError) in db.lastInsertRowID }
-        }
+        } ?? 0
     }
 
     /// The module's method ids, in file order (`allMethodsList`).
@@ -38,38 +39,39 @@ extension Engine {
     }
 
     /// The stored version of the module's table in the caller's database, nil
-    /// when the table has not been created there.
+    /// when the table has not been created there (or the database has no file).
     public func storedVersion(module name: String, table requested: String? = nil,
                               context: CallContext) throws(EngineError) -> Version? {
         let module = try self.module(name)
         let table = try self.table(of: module, requested: requested)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in
                 if table.chosenByCaller { try claim(table.name, for: module, on: db) }
                 guard try tableExists("TableVersions", on: db) else { return nil }
                 return try recordedVersion(of: table.name, on: db)
             }
-        }
+        } ?? nil
     }
 
     /// The tables the module has created in the caller's database (several
     /// for a template module), with their versions.
     public func tables(module name: String, context: CallContext) throws(EngineError) -> [TableInfo] {
         let module = try self.module(name)
-        return try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withReader(database) { db throws(EngineError) in try tables(of: module, on: db) }
-        }
+        } ?? []
     }
 
-    /// Drops the module's table (`deleteTable`). The module stays usable: its
-    /// next call creates the table again.
+    /// Drops the module's table (`deleteTable`); false when it did not exist.
+    /// The module stays usable: its next call creates the table again. A
+    /// database with no file is left without one.
     @discardableResult
     public func deleteTable(module name: String, table requested: String? = nil,
                             context: CallContext) throws(EngineError) -> Bool {
         let module = try self.module(name)
         let table = try self.table(of: module, requested: requested)
         let location = try location(of: module, context: context)
-        let existed = try withDatabase(location) { database throws(EngineError) -> Bool in
+        let existed = try withDatabaseIfExists(location) { database throws(EngineError) -> Bool in
             try withWriter(database) { db throws(EngineError) -> Bool in
                 if table.chosenByCaller { try claim(table.name, for: module, on: db) }
                 // Before the drop, under the writer: a call that saw the table
@@ -83,7 +85,7 @@ extension Engine {
                     return existed
                 }
             }
-        }
+        } ?? false
         if existed {
             emit([TableEvent(kind: .tableDeleted, module: module.name, table: table.name, location: location)])
         }
@@ -97,12 +99,14 @@ extension Engine {
     /// Only tables the module created are considered, so no caller can drop
     /// another module's tables. `progress` receives the fraction done after
     /// each table. Matching is linear in each name and bounded in all.
+    /// A database with no file has no tables: nothing is dropped, nothing
+    /// vacuumed, and no file created.
     public func deleteTables(module name: String, matching pattern: String, vacuum: Bool, context: CallContext,
                              progress: ((Double) -> Void)? = nil) throws(EngineError) -> DeletedTables {
         let module = try self.module(name)
         let expression = try CallerRegex(pattern)
         let location = try location(of: module, context: context)
-        let dropped = try withDatabase(location) { database throws(EngineError) -> [String] in
+        let result = try withDatabaseIfExists(location) { database throws(EngineError) -> [String] in
             try withWriter(database) { db throws(EngineError) -> [String] in
                 let matching = try expression.selecting(try tables(of: module, on: db), name: \.table).map(\.table)
                 for table in matching { database.forget(module: module.name, table: table) }
@@ -117,18 +121,19 @@ extension Engine {
                 return matching
             }
         }
+        let dropped = result ?? []
         for table in dropped {
             observer?.engine(self, didEmit: TableEvent(kind: .tableDeleted, module: module.name, table: table, location: location))
         }
         if dropped.isEmpty { progress?(1) }
-        return DeletedTables(tables: dropped, vacuumed: vacuum)
+        return DeletedTables(tables: dropped, vacuumed: vacuum && result != nil)
     }
 
     /// Rebuilds the module's database file, returning free pages to the file
-    /// system (`vacuumDatabase`).
+    /// system (`vacuumDatabase`). A database with no file is left without one.
     public func vacuum(module name: String, context: CallContext) throws(EngineError) {
         let module = try self.module(name)
-        try withDatabase(try location(of: module, context: context)) { database throws(EngineError) in
+        try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
             try withWriter(database) { db throws(EngineError) in try run("vacuum", on: db) }
         }
     }
@@ -156,7 +161,7 @@ extension Engine {
             }
             return tables
         } catch {
-            throw EngineError(.storageFailed, error.message, sqlite: error)
+            throw EngineError(storage: error, error.message)
         }
     }
 }

@@ -50,7 +50,7 @@ extension Engine {
         if database.isReady(module: module.name, table: table.name) { return }
         var events: [TableEvent] = []
         defer { emit(events) }
-        try withWriter(database) { db throws(EngineError) in
+        try withWriter(database, allOrNothing: true) { db throws(EngineError) in
             events = try readyTable(module, table, in: database, on: db)
         }
     }
@@ -189,7 +189,7 @@ extension Engine {
             try statement.bind(bindings)
             try statement.run()
         } catch {
-            throw EngineError(.storageFailed, "\(error.message) (in: \(sql))", sqlite: error)
+            throw EngineError(storage: error, "\(error.message) (in: \(sql))")
         }
     }
 
@@ -202,7 +202,7 @@ extension Engine {
             guard try statement.step() else { return nil }
             return statement.value(at: 0).stringValue
         } catch {
-            throw EngineError(.storageFailed, "\(error.message) (in: \(sql))", sqlite: error)
+            throw EngineError(storage: error, "\(error.message) (in: \(sql))")
         }
     }
 }

@@ -349,12 +349,35 @@ extension Engine {
         try adapting { try registry.withDatabase(location) { database in try body(database) } }
     }
 
-    func withWriter<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        try adapting { try database.pool.write { db in try body(db) } }
+    /// As `withDatabase`, for reads and for what is a no-op on an empty
+    /// database: nil, creating no file, when the location has none.
+    func withDatabaseIfExists<T>(_ location: StorageLocation,
+                                 _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T? {
+        try adapting { try registry.withExistingDatabase(location) { database in try body(database) } }
     }
 
+    /// With `allOrNothing` (a body that is one transaction, or bookkeeping
+    /// that may run twice), a write that ran out of file descriptors, and so
+    /// was rolled back, runs once more after the idle databases and readers
+    /// gave theirs back.
+    func withWriter<T>(_ database: OpenDatabase, allOrNothing: Bool = false,
+                       _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
+        do {
+            return try adapting { try database.pool.write { db in try body(db) } }
+        } catch where allOrNothing && error.code == .overloaded && registry.relieve() {
+            return try adapting { try database.pool.write { db in try body(db) } }
+        }
+    }
+
+    /// A read that ran out of file descriptors (to open a reader, its
+    /// `-wal`, a temporary file) runs once more after the idle databases and
+    /// readers gave theirs back: a read can run twice.
     func withReader<T>(_ database: OpenDatabase, _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        try adapting { try database.pool.read { db in try body(db) } }
+        do {
+            return try adapting { try database.pool.read { db in try body(db) } }
+        } catch where error.code == .overloaded && registry.relieve() {
+            return try adapting { try database.pool.read { db in try body(db) } }
+        }
     }
 
     /// A read of a module's table on a reader, once the table is ready. A
@@ -381,7 +404,7 @@ extension Engine {
                     _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
         var events: [TableEvent] = []
         defer { emit(events) }
-        return try withWriter(database) { db throws(EngineError) -> T in
+        return try withWriter(database, allOrNothing: true) { db throws(EngineError) -> T in
             for target in targets { events += try readyTable(target.module, target.table, in: database, on: db) }
             return try body(db)
         }

@@ -31,6 +31,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case invalidRegex = "invalid_regex"
         /// Something outside a call's control: an unreadable file, a closed database.
         case storageFailed = "storage_failed"
+        /// The server is out of file descriptors for now: the call may succeed later.
+        case overloaded = "overloaded"
     }
 
     public var code: Code
@@ -60,19 +62,38 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         self.init(code, render.message, method: render.method, render: render)
     }
 
-    /// The error of a statement SQLite refused. `shapedByCall` says whether the
-    /// call made its SQL text (its values inlined by `@{}`, or dynamic tags that
-    /// rendered, say, an empty `in ()`), which makes an SQL error the caller's.
-    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, shapedByCall: Bool = false) {
-        let code: Code = if sqlite.isConstraintViolation { .constraintViolation }
+    /// The error of a statement SQLite refused.
+    ///
+    /// `blamesCall` says whether what SQLite refused came from the call: the
+    /// statement's text when the call shaped it (values inlined by `@{}`,
+    /// dynamic tags that left, say, `id in` without a list), its values when
+    /// it ran. SQLite's refusal (`SQLiteError.isRefusal`) is then the
+    /// caller's, `invalid_arguments`; otherwise it is the module's,
+    /// `statement_failed`. Constraints, lock timeouts, values too large and
+    /// type mismatches are classified alike wherever they come from.
+    init(_ sqlite: SQLiteError, method: String?, line: Int?, file: String?, blamesCall: Bool = false) {
+        let code: Code = if sqlite.isOutOfDescriptors { .overloaded }
+            else if sqlite.isConstraintViolation { .constraintViolation }
             else if sqlite.isBusy { .busy }
-            else if sqlite.code == 18 /* SQLITE_TOOBIG */ { .tooBig }
-            else if sqlite.code == 20 /* SQLITE_MISMATCH */ { .invalidArguments }
-            else if sqlite.code == 1 /* SQLITE_ERROR */ && shapedByCall { .invalidArguments }
+            else if sqlite.isTooBig { .tooBig }
+            else if sqlite.isDatatypeMismatch { .invalidArguments }
+            else if sqlite.isRefusal && blamesCall { .invalidArguments }
             else { .statementFailed }
         let place = line.map { " (\(file.map { "\($0):" } ?? "line ")\($0))" } ?? ""
-        self.init(code, "the statement\(place) failed: \(sqlite.message)", method: method, line: line, sqlite: sqlite)
+        let note = code == .overloaded ? Self.outOfDescriptors : ""
+        self.init(code, "the statement\(place) failed: \(sqlite.message)\(note)", method: method, line: line, sqlite: sqlite)
     }
+
+    /// The error of daogate's own SQL on a database (opening it, its
+    /// bookkeeping, not a module's statements): the server's `storage_failed`,
+    /// but for what passes: no file descriptor left (`overloaded`), a lock
+    /// held past the busy timeout (`busy`).
+    init(storage sqlite: SQLiteError, _ message: String) {
+        let code: Code = if sqlite.isOutOfDescriptors { .overloaded } else if sqlite.isBusy { .busy } else { .storageFailed }
+        self.init(code, message + (code == .overloaded ? Self.outOfDescriptors : ""), sqlite: sqlite)
+    }
+
+    private static let outOfDescriptors = " (the server is out of file descriptors; try again shortly)"
 
     /// Whether the caller can fix it by sending something else (a 4xx).
     public var isCallersFault: Bool {
@@ -80,7 +101,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
              .invalidStorage, .constraintViolation, .tooBig, .invalidRegex:
             true
-        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed:
+        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .overloaded:
             false
         }
     }

@@ -10,7 +10,9 @@ import DAOValue
 /// REAL 3.5 or the TEXT 'abc' is an error, never a guess). `int` must fit in
 /// 32 bits: a larger value is an error rather than the reference's silent
 /// overflow. Objects map column names to values by their SQLite storage
-/// class; `AType` and `:AMap` objects decrypt their class's `crypt` properties.
+/// class, but for columns declared boolean (`declaredTypeIsBoolean`), read
+/// as a `bool` result is; `AType` and `:AMap` objects decrypt their class's
+/// `crypt` properties.
 struct ResultReader {
     let module: Module
     let method: String
@@ -41,16 +43,17 @@ struct ResultReader {
             guard statement.columnCount > 0 else { throw failure("the statement returns no column") }
             return try value(statement, 0, as: scalar)
         case .row:
-            return .object(columns(statement))
+            return .object(try columns(statement))
         case .object(let className):
             return .object(try decrypted(columns(statement), className: className))
         case .mapped(let mapID):
             guard let map = module.maps[mapID] else { throw failure("map '\(mapID)' is not defined") }
             var object = OrderedObject()
             object.reserveCapacity(statement.columnCount)
+            let booleans = statement.booleanColumns
             for index in 0..<statement.columnCount {
                 let column = statement.columnName(index)
-                object[map.propertyForColumn[column] ?? column] = statement.value(at: index)
+                object[map.propertyForColumn[column] ?? column] = try cell(statement, index, boolean: booleans[index])
             }
             return .object(try decrypted(object, className: map.className, map: map))
         case .array:
@@ -59,13 +62,23 @@ struct ResultReader {
     }
 
     /// Column name → value; a name repeated in the row keeps the last value.
-    private func columns(_ statement: Statement) -> OrderedObject {
+    private func columns(_ statement: Statement) throws(EngineError) -> OrderedObject {
         var object = OrderedObject()
         object.reserveCapacity(statement.columnCount)
+        let booleans = statement.booleanColumns
         for index in 0..<statement.columnCount {
-            object[statement.columnName(index)] = statement.value(at: index)
+            object[statement.columnName(index)] = try cell(statement, index, boolean: booleans[index])
         }
         return object
+    }
+
+    /// A column of an object row: by its storage class, or in a column
+    /// declared boolean as a `bool` result reads it (a BLOB there stays one:
+    /// a `crypt` property's ciphertext).
+    @inline(__always)
+    private func cell(_ statement: Statement, _ index: Int, boolean: Bool) throws(EngineError) -> Value {
+        guard boolean, statement.columnType(index) != SQLITE_BLOB else { return statement.value(at: index) }
+        return try value(statement, index, as: .bool)
     }
 
     /// `object` with its class's `crypt` properties decrypted.

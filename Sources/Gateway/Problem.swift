@@ -46,7 +46,7 @@ public struct Problem: Error, Sendable {
         case .invalidArguments, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
         case .constraintViolation: 409
         case .tooBig: 413
-        case .busy: 503
+        case .busy, .overloaded: 503
         case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .storageFailed: 500
         }
     }
@@ -59,6 +59,8 @@ public struct Problem: Error, Sendable {
         } else {
             self.init(Self.status(of: error.code), error.code.rawValue, error.message)
             if let method = error.method { extensions["method"] = .string(method) }
+            // Out of descriptors is a moment's trouble: a client may retry, not at once.
+            if error.code == .overloaded { headers.append(("Retry-After", "1")) }
         }
         if let line = error.line { extensions["line"] = .integer(Int64(line)) }
         if let index = error.callIndex { extensions["call"] = .integer(Int64(index)) }

@@ -110,18 +110,31 @@ struct Serve: ParsableCommand {
             cipher = Cipher(key: key)
             logger.info("encryption key \(key.fingerprint)")
         }
+        let engineConfiguration = Engine.Configuration(
+            dataDirectory: settings.data,
+            database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads)),
+            maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher)
+        let httpConfiguration = HTTPServerConfiguration(
+            host: settings.host, port: settings.port, threads: settings.threads,
+            maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
+            connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
+            headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout))
+        do {
+            let outcome = try DescriptorLimit.ensure(engine: engineConfiguration, threads: settings.threads,
+                                                     connections: httpConfiguration.connectionLimit)
+            if case .raised(let from, let to) = outcome {
+                logger.notice("raised the file descriptor limit from \(from) to \(to)")
+            }
+        } catch {
+            printToStandardError("daogate: \(error)")
+            throw ExitCode(1)
+        }
         try FileManager.default.createDirectory(atPath: settings.data, withIntermediateDirectories: true)
         UserDigest.setKey(try UserDigest.loadOrMakeKey(in: settings.data))
         let events = EventLog(logger: logger)
         let engine: Engine
         do {
-            engine = try Engine(
-                modules: loaded,
-                configuration: Engine.Configuration(
-                    dataDirectory: settings.data,
-                    database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads)),
-                    maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher),
-                observer: events)
+            engine = try Engine(modules: loaded, configuration: engineConfiguration, observer: events)
         } catch {
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
@@ -143,11 +156,7 @@ struct Serve: ParsableCommand {
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
                                                                       accessLog: settings.accessLog))
         let server = HTTPServer(
-            configuration: HTTPServerConfiguration(
-                host: settings.host, port: settings.port, threads: settings.threads,
-                maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
-                connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
-                headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout)),
+            configuration: httpConfiguration,
             responder: gateway,
             accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
         HTTPServer.blockTerminationSignals()

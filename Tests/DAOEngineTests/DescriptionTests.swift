@@ -56,7 +56,7 @@ private let createTable = """
                                                        ArgumentShape(name: "onlyRead", shape: .boolean)])
         #expect(messages["insertMessage"]?.argument("model")
             == object(["time": int64, "content": .any, "uin": int64, "read": .boolean], className: "MessageModel"))
-        let stored = columns(["time": int64, "content": .any, "uin": int64, "read": int64, "tag": .string])
+        let stored = columns(["time": int64, "content": .any, "uin": int64, "read": .boolean, "tag": .string])
         #expect(messages["find"]?.resultColumns == columns(["msgId": int64]) + stored)
         #expect(messages["messagesOf"]?.resultColumns == columns(["msgId": int64]) + stored)
         #expect(messages["getMessage"]?.resultColumns == columns(["id": int64]) + stored)
@@ -123,7 +123,7 @@ private let createTable = """
     }
 
     @Test func resultsReadBooleanColumnsAsIntegersAndExpressionsAsAnything() {
-        #expect(JSONShape(resultDeclaredType: "boolean") == int64)
+        #expect(JSONShape(resultDeclaredType: "boolean") == .boolean)
         #expect(JSONShape(resultDeclaredType: "text") == .string)
         #expect(JSONShape(resultDeclaredType: nil) == .any)
     }
@@ -377,7 +377,7 @@ private let createTable = """
             <delete id="remove" arguments="id">delete from ${T} where id = #{id}</delete>
             """)
         #expect(methods["stats"]?.resultColumns == columns(["n": .any, "latest": .any, "title": int64]))
-        #expect(methods["plain"]?.resultColumns == columns(["id": int64, "flag": int64]))
+        #expect(methods["plain"]?.resultColumns == columns(["id": int64, "flag": .boolean]))
         #expect(methods["scalar"]?.resultColumns == nil)
         #expect(methods["broken"] == MethodDescription(arguments: [], resultColumns: nil))
         #expect(methods["remove"]?.resultColumns == nil)

@@ -232,22 +232,7 @@ import Testing
 
     /// Holds `count` readers at once, so that many are open afterwards.
     func holdReaders(_ pool: DatabasePool, count: Int) -> Bool {
-        let entered = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let group = DispatchGroup()
-        for _ in 0..<count {
-            group.enter()
-            Thread {
-                _ = try? pool.read { _ in
-                    entered.signal()
-                    release.wait()
-                }
-                group.leave()
-            }.start()
-        }
-        for _ in 0..<count { entered.wait() }
-        for _ in 0..<count { release.signal() }
-        return group.wait(timeout: .now() + 30) == .success
+        pool.holdingReaders(count) {}
     }
 
     @Test func closeIdleReadersLowersTheOpenConnectionCount() throws {

@@ -1,4 +1,5 @@
 import DAOEngine
+import Dispatch
 import DAOValue
 import Foundation
 import Testing
@@ -76,5 +77,31 @@ func throwsRejected(_ body: () throws -> Void) -> Bool {
         return false
     } catch {
         return error is Rejected
+    }
+}
+
+extension DatabasePool {
+    /// Runs `body` while `count` reads hold a reader each (each having run
+    /// `read` first); false if they did not all finish within 30 s.
+    func holdingReaders(_ count: Int, read: @escaping @Sendable (Database) throws -> Void = { _ in },
+                        _ body: () -> Void) -> Bool {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        for _ in 0..<count {
+            group.enter()
+            Thread {
+                _ = try? self.read { db in
+                    try read(db)
+                    entered.signal()
+                    release.wait()
+                }
+                group.leave()
+            }.start()
+        }
+        for _ in 0..<count { entered.wait() }
+        body()
+        for _ in 0..<count { release.signal() }
+        return group.wait(timeout: .now() + 30) == .success
     }
 }

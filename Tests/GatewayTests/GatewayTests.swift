@@ -22,11 +22,12 @@ final class GatewayFixture: Sendable {
     /// The time the gateway's caches see; tests move it.
     let clock = TestClock()
 
-    /// `extraModules`: module files (XML) loaded beside the example modules.
+    /// A gateway over the modules of `modulesDirectory` (the examples by
+    /// default) and `extraModules`, module files (XML) loaded beside them.
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
-         extraModules: [String] = []) throws {
+         modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = []) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
-        var (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
+        var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
             let folder = root.appendingPathComponent("extra-modules")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -47,25 +47,21 @@ public indirect enum JSONShape: Sendable, Equatable {
     /// (`NUMERIC`, `DECIMAL`) has numeric affinity → number.
     init(declaredType: String) {
         let type = declaredType.uppercased()
-        if type.contains("INT") { self = .integer(bits: 64) }
+        if declaredTypeIsBoolean(type) { self = .boolean }
+        else if type.contains("INT") { self = .integer(bits: 64) }
         else if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { self = .string }
         else if type.contains("BLOB") || type.isEmpty { self = .any }
         else if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { self = .number }
-        else if type.contains("BOOL") { self = .boolean }
         else if type.contains("DATE") || type.contains("TIME") { self = .any }
         else { self = .number }
     }
 
-    /// The shape of what a select reads from a column of this declared type:
-    /// as `init(declaredType:)`, except that `BOOL` columns read as integers
-    /// (SQLite stores booleans as 1 and 0, and results keep storage classes).
+    /// The shape of what a select reads from a column of this declared type
+    /// (`sqlite3_column_decltype`; nil for an expression, whose values have
+    /// any storage class): as `init(declaredType:)`, so a `BOOL` column reads
+    /// back as the boolean it was written as.
     init(resultDeclaredType declaredType: String?) {
-        guard let declaredType else {
-            self = .any
-            return
-        }
-        let shape = JSONShape(declaredType: declaredType)
-        self = shape == .boolean ? .integer(bits: 64) : shape
+        self = declaredType.map(JSONShape.init(declaredType:)) ?? .any
     }
 }
 

@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An SQLite failure: the result code, the message, the SQL (never the bound values).
 ///
@@ -11,12 +14,16 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     /// The statement that failed, when there is one.
     public var sql: String?
+    /// The `errno` of the system call that failed under SQLite
+    /// (`sqlite3_system_errno`), 0 when none did or it is unknown.
+    public var systemErrno: Int32
 
     /// An error with `extendedCode` (a primary code is an extended code too).
-    public init(extendedCode: Int32, message: String, sql: String? = nil) {
+    public init(extendedCode: Int32, message: String, sql: String? = nil, systemErrno: Int32 = 0) {
         self.extendedCode = extendedCode
         self.message = message
         self.sql = sql
+        self.systemErrno = systemErrno
     }
 
     /// The primary result code: `extendedCode & 0xFF`.
@@ -27,6 +34,29 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection held the lock past the busy timeout.
     public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
+
+    /// A file could not be opened (`SQLITE_CANTOPEN`, or an I/O error)
+    /// because the process or the system has no file descriptor left
+    /// (`EMFILE`, `ENFILE`): the server is out of a resource, not broken.
+    public var isOutOfDescriptors: Bool {
+        (code == SQLITE_CANTOPEN || code == SQLITE_IOERR) && (systemErrno == EMFILE || systemErrno == ENFILE)
+    }
+
+    /// `SQLITE_TOOBIG`: a string, blob or statement over SQLite's limits.
+    public var isTooBig: Bool { code == SQLITE_TOOBIG }
+
+    /// `SQLITE_MISMATCH`: a value of the wrong type where SQLite insists on one
+    /// (an `INTEGER PRIMARY KEY`, a `LIMIT`).
+    public var isDatatypeMismatch: Bool { code == SQLITE_MISMATCH }
+
+    /// SQLite refused the statement itself or what it computed, rather than
+    /// failing to store or reach data: `SQLITE_ERROR` (syntax, unknown names,
+    /// a function's error such as malformed JSON or an integer overflow),
+    /// `SQLITE_SCHEMA` (such a compile error met while the connection's copy of
+    /// the schema was out of date: `select abc` on a connection that never
+    /// read the schema fails so, with "no such column: abc") and `SQLITE_RANGE`
+    /// (parameters that do not match the values).
+    public var isRefusal: Bool { code == SQLITE_ERROR || code == SQLITE_SCHEMA || code == SQLITE_RANGE }
 
     /// "SQLite error 19 (SQLITE_CONSTRAINT_UNIQUE): UNIQUE constraint failed: t.id — in: insert into t …"
     public var description: String {
@@ -49,7 +79,8 @@ extension SQLiteError {
         } else {
             message = String(cString: sqlite3_errstr(resultCode))
         }
-        self.init(extendedCode: resultCode, message: message, sql: sql)
+        self.init(extendedCode: resultCode, message: message, sql: sql,
+                  systemErrno: connection.map(sqlite3_system_errno) ?? 0)
     }
 
     /// `SQLITE_MISUSE` with this layer's own message: a programming error, not SQLite's.

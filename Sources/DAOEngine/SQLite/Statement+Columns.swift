@@ -16,6 +16,17 @@ extension Statement {
         sqlite3_column_decltype(handle, Int32(index)).map { String(cString: $0) }
     }
 
+    /// For each result column, whether its declared type says boolean
+    /// (`declaredTypeIsBoolean`): read once per compilation of the statement
+    /// (a schema change recompiles it, and may change the types).
+    public var booleanColumns: [Bool] {
+        let reprepares = sqlite3_stmt_status(handle, Int32(SQLITE_STMTSTATUS_REPREPARE), 0)
+        if let cached = booleanColumnsCache, cached.reprepares == reprepares { return cached.columns }
+        let columns = (0..<columnCount).map { columnDeclaredType($0).map(declaredTypeIsBoolean) ?? false }
+        booleanColumnsCache = (reprepares, columns)
+        return columns
+    }
+
     /// The storage class of a column of the current row: `SQLITE_INTEGER`,
     /// `SQLITE_FLOAT`, `SQLITE_TEXT`, `SQLITE_BLOB` or `SQLITE_NULL`.
     public func columnType(_ index: Int) -> Int32 {
@@ -59,4 +70,14 @@ extension Statement {
         default: .null
         }
     }
+}
+
+/// Whether a column declared with this type holds booleans: SQLite gives
+/// the type NUMERIC affinity (none of `INT`, `CHAR`, `CLOB`, `TEXT`, `BLOB`,
+/// `REAL`, `FLOA`, `DOUB` is in it, and it is not empty) and it names
+/// `BOOL` (`BOOL`, `BOOLEAN`). SQLite stores such values as the integers 1 and 0.
+public func declaredTypeIsBoolean(_ declaredType: String) -> Bool {
+    let type = declaredType.uppercased()
+    return type.contains("BOOL")
+        && !["INT", "CHAR", "CLOB", "TEXT", "BLOB", "REAL", "FLOA", "DOUB"].contains(where: type.contains)
 }

@@ -24,8 +24,8 @@ RULES = {
     # about 150 of them): a pattern cannot list them without lookahead. A
     # table another module owns (by its tableName, or in the caller's
     # storage) is refused: which ones depends on the modules and the storage.
-    "invalid_table": ("is an SQL keyword", "is a template (no tableName)", "may only use tables of its own",
-                      "is not module"),
+    "invalid_table": ("is an SQL keyword", "is a template (no tableName", "may only use tables of its own",
+                      "is not module", "always uses its table", "names no table"),
     # Raw text (@{x no ""}) is held to the raw-text rule, and SQLite alone
     # knows which names exist; such arguments carry x-daogate-raw-text.
     "unsafe_inline": None,

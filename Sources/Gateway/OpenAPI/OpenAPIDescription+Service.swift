@@ -114,7 +114,7 @@ extension OpenAPIDescription {
             parameters: [.init(module)],
             get: OpenAPI.Operation(
                 tags: ["daogate"], summary: "The module's global arguments", operationId: "getGlobals",
-                responses: responses(globals, errors: [401, 403, 404]), security: [[.component(named: "admin"): []]]),
+                responses: responses(globals, errors: [400, 401, 403, 404]), security: [[.component(named: "admin"): []]]),
             put: OpenAPI.Operation(
                 tags: ["daogate"], summary: "Set the module's global arguments",
                 description: "Replaces the global arguments (globalArguments) every method of the module sees; only names the module declares in `globals`.",
@@ -140,10 +140,13 @@ extension OpenAPIDescription {
             additionalProperties: .init(false))
         paths["/events"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Table events",
-            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first.",
+            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage.",
             operationId: "events",
+            parameters: [.parameter(OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
+                                                             description: "The caller's user: their own storage's events are shown too."))],
             responses: responses(.object(properties: ["counts": .object(additionalProperties: .init(.integer(format: .int64))),
-                                                      "recent": .array(items: event)], additionalProperties: .init(false)), errors: [])))
+                                                      "recent": .array(items: event)], additionalProperties: .init(false)), errors: [400, 401, 403]),
+            security: [[.component(named: "admin"): []], [:]]))
         )
         paths["/metrics"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Prometheus counters", operationId: "metrics",

@@ -25,7 +25,7 @@ extension Gateway {
         }
         let context = try context(request)
         // Checked whenever sent, as the description says, and confined to the module's own tables (the engine).
-        let table = nonEmpty(try self.header(request, Self.tableHeader))
+        let table = try self.header(request, Self.tableHeader)
         if let table, let problem = tableNameProblem(table) {
             throw Problem(400, "invalid_table", "table '\(table.prefix(80))': \(problem)")
         }

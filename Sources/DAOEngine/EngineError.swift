@@ -31,6 +31,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case invalidRegex = "invalid_regex"
         /// Something outside a call's control: an unreadable file, a closed database.
         case storageFailed = "storage_failed"
+        /// The user's database reached the size the operator allows (or the disk is full); nothing was written.
+        case storageFull = "storage_full"
     }
 
     public var code: Code
@@ -67,6 +69,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         let code: Code = if sqlite.isConstraintViolation { .constraintViolation }
             else if sqlite.isBusy { .busy }
             else if sqlite.code == 18 /* SQLITE_TOOBIG */ { .tooBig }
+            else if sqlite.code == 13 /* SQLITE_FULL */ { .storageFull }
             else if sqlite.code == 20 /* SQLITE_MISMATCH */ { .invalidArguments }
             else if sqlite.code == 1 /* SQLITE_ERROR */ && shapedByCall { .invalidArguments }
             else { .statementFailed }
@@ -80,7 +83,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
              .invalidStorage, .constraintViolation, .tooBig, .invalidRegex:
             true
-        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed:
+        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .storageFull:
             false
         }
     }

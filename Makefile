@@ -6,7 +6,7 @@
 #   make bench   release build and the benchmarks (bench/run)
 
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libre2-dev pkg-config
+APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libre2-dev pkg-config
 
 .PHONY: deps build release test serve bench clean
 

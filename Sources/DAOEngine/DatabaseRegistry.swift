@@ -85,6 +85,16 @@ final class DatabaseRegistry: Sendable {
         self.configuration = configuration
     }
 
+    /// How a location's connections are opened: the size cap is for users' databases only.
+    private func configuration(for location: StorageLocation) -> DatabaseConfiguration {
+        guard case .user = location else {
+            var shared = configuration
+            shared.maximumDatabaseBytes = nil
+            return shared
+        }
+        return configuration
+    }
+
     /// The path of a location's file.
     func path(of location: StorageLocation) -> String { root + "/" + location.relativePath }
 
@@ -146,7 +156,7 @@ final class DatabaseRegistry: Sendable {
             if !creating && !FileManager.default.fileExists(atPath: path(of: location)) { return .success(.absent) }
             // Opened under the lock, so that one file never gets two pools (two writers).
             do throws(SQLiteError) {
-                let pool = try DatabasePool(path: path(of: location), configuration: configuration)
+                let pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location))
                 let entry = Entry(database: OpenDatabase(location: location, pool: pool))
                 state.entries[location] = entry
                 opened = true

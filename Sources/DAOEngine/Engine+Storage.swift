@@ -69,6 +69,27 @@ extension Engine {
         FileManager.default.fileExists(atPath: registry.path(of: location))
     }
 
+    /// Bytes a location's database takes on disk: its file and its write-ahead log (0 when it has neither).
+    public func databaseBytes(_ location: StorageLocation) -> Int64 {
+        let path = registry.path(of: location)
+        var total: Int64 = 0
+        for file in [path, path + "-wal"] {
+            var status = stat()
+            if stat(file, &status) == 0 { total += Int64(status.st_size) }
+        }
+        return total
+    }
+
+    /// Every user database on disk, of the default storage and the custom ones, with its bytes (`databaseBytes`).
+    public func userDatabaseUsage() -> [(location: StorageLocation, bytes: Int64)] {
+        ([nil] + customStorages()).flatMap { storage in
+            existingLocations(storage: storage).compactMap { location in
+                guard case .user = location else { return nil }
+                return (location, databaseBytes(location))
+            }
+        }
+    }
+
     /// The custom storages that have files.
     public func customStorages() -> [String] {
         let folder = configuration.dataDirectory + "/storages"

@@ -33,6 +33,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case storageFailed = "storage_failed"
         /// The server is out of file descriptors for now: the call may succeed later.
         case overloaded = "overloaded"
+        /// The user's database reached the size the operator allows (or the disk is full); nothing was written.
+        case storageFull = "storage_full"
     }
 
     public var code: Code
@@ -76,6 +78,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
             else if sqlite.isConstraintViolation { .constraintViolation }
             else if sqlite.isBusy { .busy }
             else if sqlite.isTooBig { .tooBig }
+            else if sqlite.isFull { .storageFull }
             else if sqlite.isDatatypeMismatch { .invalidArguments }
             else if sqlite.isRefusal && blamesCall { .invalidArguments }
             else { .statementFailed }
@@ -101,7 +104,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
              .invalidStorage, .constraintViolation, .tooBig, .invalidRegex:
             true
-        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .overloaded:
+        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .overloaded, .storageFull:
             false
         }
     }

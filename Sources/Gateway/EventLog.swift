@@ -82,7 +82,7 @@ final class Metrics: Sendable {
     }
 
     /// The Prometheus text exposition format.
-    func exposition(events: EventLog, openDatabases: Int) -> String {
+    func exposition(events: EventLog, openDatabases: Int, userDatabases: [Int64]) -> String {
         var lines = [
             "# HELP daogate_responses_total HTTP responses by status.",
             "# TYPE daogate_responses_total counter",
@@ -97,6 +97,13 @@ final class Metrics: Sendable {
         }
         lines += ["# HELP daogate_open_databases Database files open now.", "# TYPE daogate_open_databases gauge",
                   "daogate_open_databases \(openDatabases)"]
+        // Per user, GET /storage/usage (admin): a label per user would make a series per user.
+        lines += ["# HELP daogate_user_databases User database files on disk.", "# TYPE daogate_user_databases gauge",
+                  "daogate_user_databases \(userDatabases.count)",
+                  "# HELP daogate_user_database_bytes Bytes user databases take on disk (file and write-ahead log), all together.",
+                  "# TYPE daogate_user_database_bytes gauge", "daogate_user_database_bytes \(userDatabases.reduce(0, +))",
+                  "# HELP daogate_user_database_largest_bytes Bytes the largest user database takes on disk.",
+                  "# TYPE daogate_user_database_largest_bytes gauge", "daogate_user_database_largest_bytes \(userDatabases.max() ?? 0)"]
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -34,6 +34,7 @@ extension Gateway {
         "/lru/memory/{space}/{cache}/peek",
         "/storage/purge",
         "/storage/reset",
+        "/storage/usage",
         "/storages",
         "/healthz",
         "/openapi.json",

@@ -10,6 +10,7 @@ import HTTPTransport
 /// | `POST /storage/purge` | remove purgeable KV entries and expired cache entries; say what was freed |
 /// | `POST /storage/reset` | remove a storage's databases and memory caches |
 /// | `GET /storages` | the custom storages that have files (admin) |
+/// | `GET /storage/usage` | users' databases and their bytes on disk, largest first, and the cap (admin) |
 ///
 /// Purge and reset work on the storage `X-Storage` names (the default one
 /// without it): with `X-User-Id` on that user's database only, which the
@@ -17,7 +18,8 @@ import HTTPTransport
 /// the admin token.
 extension Gateway {
     func storageAdminRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>) throws(Problem) -> HTTPResponse {
-        guard parts.count == 1 else { throw Problem(404, "not_found", "the storage routes are /storage/purge and /storage/reset") }
+        guard parts.count == 1 else { throw Problem(404, "not_found", "the storage routes are /storage/purge, /storage/reset and /storage/usage") }
+        if parts[parts.startIndex] == "usage" { return try usageRoute(request) }
         try allow(request, ["POST"])
         let caller = try caller(request)
         if caller.user == nil { try authorizeAdmin(request) }
@@ -32,8 +34,25 @@ extension Gateway {
                              "memoryCaches": .integer(Int64(caches))])
             }
         default:
-            throw Problem(404, "not_found", "the storage routes are /storage/purge and /storage/reset")
+            throw Problem(404, "not_found", "the storage routes are /storage/purge, /storage/reset and /storage/usage")
         }
+    }
+
+    /// Every user's databases (of every storage; with `X-User-Id`, that user's only), largest first, and the cap.
+    func usageRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        try allow(request, ["GET", "HEAD"])
+        try authorizeAdmin(request)
+        let only = try caller(request).user
+        var databases: [Value] = []
+        var total: Int64 = 0
+        for (location, bytes) in engine.userDatabaseUsage().sorted(by: { $0.bytes > $1.bytes }) {
+            guard case .user(let user, let storage) = location, only == nil || only == user else { continue }
+            total += bytes
+            databases.append(["user": .string(user.rawValue), "storage": storage.map(Value.string) ?? .null, "bytes": .integer(bytes)])
+        }
+        let cap = engine.configuration.database.maximumDatabaseBytes
+        return json(["maximumDatabaseBytes": cap.map { .integer(Int64($0)) } ?? .null, "totalBytes": .integer(total),
+                     "databases": .array(databases)])
     }
 
     func storagesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {

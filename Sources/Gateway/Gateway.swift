@@ -19,10 +19,15 @@ public struct GatewayConfiguration: Sendable {
     /// Whether responses carry what the access log shows of the caller (a
     /// digest of the user id); without an access log there is no need to compute it.
     public var accessLog: Bool
+    /// Whether `GET /metrics` is served on an address of its own (`Gateway.metricsResponder`), and so not on the
+    /// API's; otherwise the API serves it to the admin token only.
+    public var separateMetrics: Bool
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
-                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true) {
+                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
+                separateMetrics: Bool = false) {
         self.adminToken = adminToken
+        self.separateMetrics = separateMetrics
         self.memoryCaches = memoryCaches
         self.maximumDiskCacheCapacity = maximumDiskCacheCapacity
         self.clock = clock
@@ -45,7 +50,8 @@ public struct GatewayConfiguration: Sendable {
 /// | `POST /modules/{module}/tables/delete` | delete tables matching a pattern |
 /// | `POST /modules/{module}/vacuum` | vacuum the database |
 /// | `GET`/`PUT /modules/{module}/globals` | global arguments (admin) |
-/// | `GET /events`, `GET /metrics` | table events, counters |
+/// | `GET /events` | table events |
+/// | `GET /metrics` | counters (admin; or on the metrics address, `metricsResponder`) |
 /// | `GET /healthz`, `GET /openapi.json` | health, description |
 public final class Gateway: HTTPResponder {
     public let engine: Engine
@@ -163,13 +169,27 @@ public final class Gateway: HTTPResponder {
             if everything { try authorizeAdmin(request) }
             return json(events.summary(user: try caller(request).user, everything: everything))
         case (_, "metrics") where parts.count == 1:
+            guard !configuration.separateMetrics else {
+                throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")
+            }
             try allow(request, ["GET", "HEAD"])
-            let text = metrics.exposition(events: events, openDatabases: engine.openDatabaseCount)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(text.utf8))
+            try authorizeAdmin(request)
+            return metricsResponse()
         default:
             throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
         }
     }
+
+    /// The Prometheus exposition of the counters.
+    func metricsResponse() -> HTTPResponse {
+        let text = metrics.exposition(events: events, openDatabases: engine.openDatabaseCount,
+                                      userDatabases: engine.userDatabaseUsage().map(\.bytes))
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(text.utf8))
+    }
+
+    /// What the metrics address answers: `GET /metrics` to anyone who reaches it (a network only Prometheus
+    /// reaches), problem+json refusals otherwise.
+    public var metricsResponder: some HTTPResponder { MetricsResponder(gateway: self) }
 
     /// Refuses a method the route does not take (405, with `Allow`).
     func allow(_ request: HTTPRequest, _ methods: [String]) throws(Problem) {
@@ -273,3 +293,24 @@ public final class Gateway: HTTPResponder {
     }
 }
 
+
+/// The responder of the metrics address: `/metrics` only.
+struct MetricsResponder: HTTPResponder {
+    let gateway: Gateway
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        do throws(Problem) {
+            guard request.path == "/metrics" else {
+                throw Problem(404, "not_found", "the metrics address serves GET /metrics only")
+            }
+            try gateway.allow(request, ["GET", "HEAD"])
+            return gateway.metricsResponse()
+        } catch {
+            return error.response(JSONWriteOptions())
+        }
+    }
+
+    func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
+        gateway.respond(to: refusal, request: request)
+    }
+}

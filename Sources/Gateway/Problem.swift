@@ -47,6 +47,7 @@ public struct Problem: Error, Sendable {
         case .constraintViolation: 409
         case .tooBig: 413
         case .busy, .overloaded: 503
+        case .storageFull: 507
         case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .storageFailed: 500
         }
     }

@@ -17,6 +17,8 @@ public final class HTTPServer: Sendable {
     private let context: DaemonContext
     private let lifecycle = Mutex<Lifecycle>(.idle)
     private let boundPort = Atomic<UInt16>(0)
+    /// The certificate and key served, once a TLS server has started.
+    private let certificates = Mutex<TLSCertificateStore?>(nil)
 
     private enum Lifecycle {
         case idle
@@ -28,6 +30,8 @@ public final class HTTPServer: Sendable {
     /// A running daemon's handle, which libmicrohttpd lets any thread quiesce and stop.
     private struct Daemon: @unchecked Sendable {
         let handle: OpaquePointer
+        /// The listening socket its certificate store is registered by, for a TLS daemon.
+        let tlsSocket: Int32?
     }
 
     /// A server that will listen as `configuration` says and answer through `responder`; `accessLog` gets one info line per request.
@@ -65,7 +69,14 @@ public final class HTTPServer: Sendable {
                 flags |= address.isIPv6Any ? MHD_USE_DUAL_STACK.rawValue : MHD_USE_IPv6.rawValue
             }
             context.lastDiagnostic.withLock { $0 = nil }
-            let handle = withUnsafePointer(to: &address.storage) { storage in
+            // The pair is checked here, so that a wrong one stops the start with a clear reason.
+            var store: TLSCertificateStore?
+            if let tls = configuration.tls {
+                do throws(HTTPServerError) { store = try TLSCertificateStore(tls) } catch {
+                    throw HTTPServerError(message: "cannot start the HTTPS server on \(place): \(error.message)")
+                }
+            }
+            let start = { () -> OpaquePointer? in withUnsafePointer(to: &address.storage) { storage in
                 storage.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
                     daogate_mhd_start_daemon(
                         flags,
@@ -81,15 +92,27 @@ public final class HTTPServer: Sendable {
                         handleConnection,
                         handleTarget,
                         handleDiagnostic,
+                        TLSConfiguration.priorities,
+                        store == nil ? nil : presentCertificate,
                         Unmanaged.passUnretained(context).toOpaque()
                     )
                 }
+            } }
+            var tlsSocket: Int32?
+            let handle: OpaquePointer?
+            if let store {
+                let registered = TLSCertificateStore.register(store, starting: start)
+                handle = registered?.daemon
+                tlsSocket = registered?.socket
+            } else {
+                handle = start()
             }
             guard let handle else {
                 let reason = context.lastDiagnostic.withLock { $0 } ?? "libmicrohttpd could not start a daemon"
                 throw HTTPServerError(message: "cannot listen on \(place): \(reason)")
             }
-            state = .running(Daemon(handle: handle))
+            state = .running(Daemon(handle: handle, tlsSocket: tlsSocket))
+            certificates.withLock { $0 = store }
             context.watchdog?.start()
             return daogate_mhd_bound_port(handle)
         }
@@ -102,7 +125,17 @@ public final class HTTPServer: Sendable {
     }
 
     /// The base URL the server answers on (`http://host:port`, an IPv6 literal in brackets); valid after `start()`.
-    public var url: String { "http://" + ListenAddress.display(host: configuration.host, port: port) }
+    public var url: String {
+        (configuration.tls == nil ? "http://" : "https://") + ListenAddress.display(host: configuration.host, port: port)
+    }
+
+    /// Reads the TLS certificate and key files again: handshakes from then on present the new pair, while open
+    /// connections go on with the one they began with. On an error (the files unreadable, or not a pair) the
+    /// current pair stays and the error says why. Does nothing on a plain HTTP server or one not running.
+    public func reloadCertificate() throws(HTTPServerError) {
+        guard let store = certificates.withLock({ $0 }) else { return }
+        try store.reload()
+    }
 
     /// Requests handed to the access handler whose connection has not finished with them yet.
     public var inFlightRequests: Int {
@@ -138,6 +171,8 @@ public final class HTTPServer: Sendable {
             nanosleep(&pause, nil)
         }
         MHD_stop_daemon(daemon.handle)
+        if let socket = daemon.tlsSocket { TLSCertificateStore.unregister(socket: socket) }
+        certificates.withLock { $0 = nil }
         context.watchdog?.stop()
         if listenSocket >= 0 {
             close(listenSocket)

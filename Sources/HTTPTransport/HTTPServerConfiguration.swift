@@ -27,6 +27,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// How long a request's body may take to arrive once its headers are in; `.zero`: no limit. Past it the
     /// connection is closed.
     public var bodyTimeout: Duration
+    /// HTTPS only, with this certificate and key, when set; plain HTTP when nil.
+    public var tls: TLSConfiguration?
 
     public init(
         host: String = "127.0.0.1",
@@ -37,7 +39,8 @@ public struct HTTPServerConfiguration: Sendable {
         connectionLimit: Int = 1024,
         connectionsPerAddress: Int = 128,
         headerTimeout: Duration = .seconds(10),
-        bodyTimeout: Duration = .seconds(60)
+        bodyTimeout: Duration = .seconds(60),
+        tls: TLSConfiguration? = nil
     ) {
         self.host = host
         self.port = port
@@ -48,6 +51,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.connectionsPerAddress = connectionsPerAddress
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.tls = tls
     }
 
     /// The number of processors online, the default thread count.

@@ -16,7 +16,7 @@ struct Serve: ParsableCommand {
             Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
             on the command line wins. With no arguments it serves ./modules with data in ./data on \
             127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
-            databases close cleanly.
+            databases close cleanly. SIGHUP reads the TLS certificate and key again.
             """
     )
 
@@ -83,6 +83,18 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a request's body may take to arrive once its headers are in; 0 for no limit (DAOGATE_BODY_TIMEOUT; default 60).")
     var bodyTimeout: Int?
 
+    @Option(help: "A PEM certificate (chain) file: serve HTTPS only, TLS 1.2 and later (DAOGATE_TLS_CERT; needs --tls-key). SIGHUP reloads it.")
+    var tlsCert: String?
+
+    @Option(help: "The PEM private key of --tls-cert (DAOGATE_TLS_KEY). SIGHUP reloads it.")
+    var tlsKey: String?
+
+    @Option(help: "The most bytes one user's database file may hold (SQLite's max_page_count); a write beyond it is refused with 507 storage_full (DAOGATE_MAX_DATABASE_SIZE; default: no cap).")
+    var maxDatabaseSize: Int?
+
+    @Option(help: "Serve GET /metrics on this HOST:PORT of its own, plain HTTP without a token, and not on the API's port (DAOGATE_METRICS_LISTEN; default: on the API's port, to the admin token only).")
+    var metricsListen: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error (DAOGATE_LOG_LEVEL; default info).")
     var logLevel: String?
 
@@ -112,13 +124,15 @@ struct Serve: ParsableCommand {
         }
         let engineConfiguration = Engine.Configuration(
             dataDirectory: settings.data,
-            database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads)),
+            database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads),
+                                            maximumDatabaseBytes: settings.maximumDatabaseBytes),
             maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher)
         let httpConfiguration = HTTPServerConfiguration(
             host: settings.host, port: settings.port, threads: settings.threads,
             maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
             connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
-            headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout))
+            headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout),
+            tls: settings.tls)
         do {
             let outcome = try DescriptorLimit.ensure(engine: engineConfiguration, threads: settings.threads,
                                                      connections: httpConfiguration.connectionLimit)
@@ -154,25 +168,43 @@ struct Serve: ParsableCommand {
                                   configuration: GatewayConfiguration(adminToken: try settings.adminToken(),
                                                                       memoryCaches: settings.memoryCaches,
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
-                                                                      accessLog: settings.accessLog))
+                                                                      accessLog: settings.accessLog,
+                                                                      separateMetrics: settings.metricsListen != nil))
         let server = HTTPServer(
             configuration: httpConfiguration,
             responder: gateway,
             accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
+        let metricsServer = settings.metricsListen.map { address in
+            HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threads: 1,
+                                                              maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
+                       responder: gateway.metricsResponder)
+        }
         HTTPServer.blockTerminationSignals()
         do {
             try server.start()
+            try metricsServer?.start()
         } catch {
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
         print("daogate listening on \(server.url)")
+        if let metricsServer { print("daogate metrics on \(metricsServer.url)/metrics") }
         fflush(nil)
 
-        let signal = HTTPServer.waitForTerminationSignal()
+        var signal = HTTPServer.waitForSignal()
+        while signal == HTTPServer.reloadSignal {
+            do {
+                try server.reloadCertificate()
+                if let tls = settings.tls { logger.notice("reloaded the TLS certificate \(tls.certificateFile)") }
+            } catch {
+                logger.error("kept the current TLS certificate: \(error)")
+            }
+            signal = HTTPServer.waitForSignal()
+        }
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))
+        metricsServer?.shutdown(gracePeriod: .seconds(1))
         engine.shutdown()
         logger.notice("stopped")
         fflush(nil)
@@ -202,6 +234,9 @@ struct Settings {
     var maximumDiskCacheCapacity: Int
     var logLevel: Logger.Level
     var accessLog: Bool
+    var tls: TLSConfiguration?
+    var maximumDatabaseBytes: Int?
+    var metricsListen: (host: String, port: UInt16)?
 
     init(_ options: Serve, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         func value(_ option: String?, _ name: String) -> String? {
@@ -255,7 +290,32 @@ struct Settings {
         case "off", "false", "no", "0": accessLog = false
         case let other: throw ValidationError("access log must be on or off, not \(other)")
         }
+        switch (value(options.tlsCert, "DAOGATE_TLS_CERT"), value(options.tlsKey, "DAOGATE_TLS_KEY")) {
+        case (let certificate?, let key?): tls = TLSConfiguration(certificateFile: certificate, keyFile: key)
+        case (nil, nil): tls = nil
+        case (_?, nil): throw ValidationError("--tls-cert needs --tls-key (DAOGATE_TLS_KEY), the certificate's private key")
+        case (nil, _?): throw ValidationError("--tls-key needs --tls-cert (DAOGATE_TLS_CERT), the key's certificate")
+        }
+        if options.maxDatabaseSize != nil || !(environment["DAOGATE_MAX_DATABASE_SIZE"] ?? "").isEmpty {
+            // 64 KiB: the pages a fresh database with the KV and cache tables needs, with room to spare.
+            maximumDatabaseBytes = try number(options.maxDatabaseSize, "DAOGATE_MAX_DATABASE_SIZE", 0, (64 * 1024)...(1 << 50))
+        }
+        if let listen = value(options.metricsListen, "DAOGATE_METRICS_LISTEN") {
+            guard let address = Self.hostAndPort(listen) else {
+                throw ValidationError("the metrics address must be HOST:PORT ([::1]:9100 for IPv6), not \(listen)")
+            }
+            metricsListen = address
+        }
         self.environment = environment
+    }
+
+    /// `host:port`, or `[v6]:port`.
+    static func hostAndPort(_ text: String) -> (host: String, port: UInt16)? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("[") else { return nil }
+        return (host, port)
     }
 
     private let environment: [String: String]

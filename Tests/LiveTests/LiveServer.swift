@@ -19,10 +19,17 @@ final class LiveServer: @unchecked Sendable {
     private let output = Output()
     /// Whether this server removes its folder when it goes; a restarted one takes it over.
     private var ownsFolder = true
+    /// `https` when the server was given a certificate, else `http`.
+    private(set) var scheme = "http"
+    /// The certificate curl trusts for HTTPS (`--cacert`).
+    var trustedCertificate: String?
 
     /// Starts the server and waits until `/healthz` answers; with `folder`,
     /// on that folder's data and key (a restart).
-    init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules", folder: URL? = nil) throws {
+    /// With `trustedCertificate`, curl trusts that certificate (an HTTPS server's).
+    init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules", folder: URL? = nil,
+         trustedCertificate: String? = nil) throws {
+        self.trustedCertificate = trustedCertificate
         self.folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
         let key = self.folder.appendingPathComponent("daogate.key")
         if folder == nil {
@@ -42,7 +49,10 @@ final class LiveServer: @unchecked Sendable {
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while port == 0 {
-            if let match = log.firstMatch(of: /daogate listening on http:\/\/[^\s]+:(\d+)/) { port = Int(match.1)! }
+            if let match = log.firstMatch(of: /daogate listening on (https?):\/\/[^\s]+:(\d+)/) {
+                scheme = String(match.1)
+                port = Int(match.2)!
+            }
             guard process.isRunning else { throw LiveError("daogate serve exited: \(log)") }
             guard Date() < deadline else { throw LiveError("daogate serve did not start: \(log)") }
             Thread.sleep(forTimeInterval: 0.05)
@@ -76,7 +86,7 @@ final class LiveServer: @unchecked Sendable {
         var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
     }
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// Sends SIGTERM and waits; returns the exit status.
     func stop() -> Int32 {
@@ -97,6 +107,7 @@ final class LiveServer: @unchecked Sendable {
     func curl(_ path: String, method: String? = nil, body: String? = nil, headers: [String] = [],
               json: Bool = true) throws -> Reply {
         var arguments = ["-s", "-i", base + path]
+        if let trustedCertificate { arguments += ["--cacert", trustedCertificate] }
         if let method { arguments += ["-X", method] }
         for header in headers { arguments += ["-H", header] }
         if let body {

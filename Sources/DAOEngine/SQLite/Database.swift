@@ -49,12 +49,26 @@ public final class Database {
             if !readOnly {
                 let pragmas = "PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
                 try check(sqlite3_exec(connection, pragmas, nil, nil, nil), connection, sql: pragmas)
+                if let bytes = configuration.maximumDatabaseBytes {
+                    try limitSize(of: connection, to: bytes)
+                }
             }
         } catch {
             sqlite3_close_v2(connection)
             throw error
         }
         return connection
+    }
+
+    /// Sets `max_page_count` to the pages of the file's page size that fit in `bytes` (at least one).
+    private static func limitSize(of connection: SQLiteConnection, to bytes: Int) throws(SQLiteError) {
+        let query = "PRAGMA page_size"
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v2(connection, query, -1, &statement, nil), connection, sql: query)
+        defer { sqlite3_finalize(statement) }
+        let pageSize = sqlite3_step(statement) == SQLITE_ROW ? Int(sqlite3_column_int64(statement, 0)) : 4096
+        let limit = "PRAGMA max_page_count = \(max(1, bytes / max(pageSize, 512)))"
+        try check(sqlite3_exec(connection, limit, nil, nil, nil), connection, sql: limit)
     }
 
     /// The raw connection, for the SQLite C API. Must not be used after `close()`.

@@ -15,16 +15,22 @@ public struct DatabaseConfiguration: Sendable {
     public var maximumReaders: Int
     /// Prepared statements kept per connection, least recently used evicted; 0 caches nothing.
     public var statementCacheCapacity: Int
+    /// The most bytes a database file may hold (SQLite's `max_page_count`, set on the writer connection in
+    /// pages of the file's size, at least one); a write beyond it fails with `SQLITE_FULL` and its statement or
+    /// transaction rolls back. nil: no cap. A file already larger keeps its size and cannot grow.
+    public var maximumDatabaseBytes: Int?
 
     public init(
         synchronous: Synchronous = .normal,
         busyTimeoutMilliseconds: Int32 = 5000,
         maximumReaders: Int = 4,
-        statementCacheCapacity: Int = 256
+        statementCacheCapacity: Int = 256,
+        maximumDatabaseBytes: Int? = nil
     ) {
         self.synchronous = synchronous
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         self.maximumReaders = maximumReaders
         self.statementCacheCapacity = statementCacheCapacity
+        self.maximumDatabaseBytes = maximumDatabaseBytes
     }
 }

@@ -44,6 +44,8 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// `SQLITE_TOOBIG`: a string, blob or statement over SQLite's limits.
     public var isTooBig: Bool { code == SQLITE_TOOBIG }
+    /// The database reached its `max_page_count` (or the disk is full).
+    public var isFull: Bool { code == SQLITE_FULL }
 
     /// `SQLITE_MISMATCH`: a value of the wrong type where SQLite insists on one
     /// (an `INTEGER PRIMARY KEY`, a `LIMIT`).

@@ -148,10 +148,15 @@ extension OpenAPIDescription {
                                                       "recent": .array(items: event)], additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []], [:]]))
         )
+        var metricsResponses = responses(.string, errors: [401, 403, 404])
+        metricsResponses[200] = .init(OpenAPI.Response(description: "The text exposition format.",
+                                                       content: [.txt: .init(OpenAPI.Content(schema: .string))]))
         paths["/metrics"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
-            tags: ["daogate"], summary: "Prometheus counters", operationId: "metrics",
-            responses: [200: .init(OpenAPI.Response(description: "The text exposition format.",
-                                                    content: [.txt: .init(OpenAPI.Content(schema: .string))]))]))
+            tags: ["daogate"], summary: "Prometheus counters",
+            description: "For operators: the admin token, or, with `--metrics-listen`, only on that address (404 here).",
+            operationId: "metrics",
+            responses: metricsResponses,
+            security: [[.component(named: "admin"): []]]))
         )
     }
 }

@@ -264,5 +264,16 @@ extension OpenAPIDescription {
             responses: responses(.object(properties: ["storages": .array(items: .string), "currentVersion": .string],
                                          additionalProperties: .init(false)), errors: [401, 403]),
             security: [[.component(named: "admin"): []]])))
+        let usage = JSONSchema.object(properties: [
+            "user": .string, "storage": .string(required: false, nullable: true), "bytes": .integer(format: .int64),
+        ], additionalProperties: .init(false))
+        paths["/storage/usage"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+            tags: ["storage"], summary: "Users' databases and their size",
+            description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the size cap (`--max-database-size`; null without one).",
+            operationId: "storageUsage", parameters: [owner],
+            responses: responses(.object(properties: ["maximumDatabaseBytes": .integer(format: .int64, required: false, nullable: true),
+                                                      "totalBytes": .integer(format: .int64), "databases": .array(items: usage)],
+                                         additionalProperties: .init(false)), errors: [400, 401, 403]),
+            security: [[.component(named: "admin"): []]])))
     }
 }

@@ -249,7 +249,7 @@ public struct OpenAPIDescription {
         (415, "The body is not application/json."),
         (500, "The module or its data failed the call; nothing was changed."),
         (503, "The database is busy, or the server is stopping."),
-        (507, "The memory the caches may use is spent."),
+        (507, "The memory the caches may use is spent (memory_full), or the database reached the size the operator allows (storage_full)."),
     ]
 
     mutating func addCommonComponents() {

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+/// `daogate serve --tls-cert --tls-key`: HTTPS, SIGHUP reloads, and no start on a wrong pair.
+@Suite struct TLSLiveTests {
+    /// Makes a self-signed certificate for 127.0.0.1 and its key at `name`.crt and `name`.key in `folder`.
+    static func makePair(_ folder: URL, _ name: String) throws -> (certificate: String, key: String) {
+        let certificate = folder.appendingPathComponent("\(name).crt").path
+        let key = folder.appendingPathComponent("\(name).key").path
+        try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                     "-keyout", key, "-out", certificate, "-days", "1", "-subj", "/CN=\(name)",
+                                     "-addext", "subjectAltName=IP:127.0.0.1"])
+        guard FileManager.default.fileExists(atPath: certificate) else { throw LiveError("openssl made no certificate") }
+        return (certificate, key)
+    }
+
+    static func replace(_ path: String, with source: String) throws {
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+    }
+
+    /// A fresh folder for the certificates, removed when the test ends.
+    static func withFolder(_ body: (URL) throws -> Void) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-tls-live-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try body(folder)
+    }
+
+    @Test func servesHTTPSAndReloadsTheCertificateOnSIGHUP() throws {
+        try Self.withFolder { folder in
+            let old = try Self.makePair(folder, "old")
+            let new = try Self.makePair(folder, "new")
+            let served = (certificate: folder.appendingPathComponent("served.crt").path, key: folder.appendingPathComponent("served.key").path)
+            try FileManager.default.copyItem(atPath: old.certificate, toPath: served.certificate)
+            try FileManager.default.copyItem(atPath: old.key, toPath: served.key)
+
+            let server = try LiveServer(arguments: ["--tls-cert", served.certificate],
+                                        environment: ["DAOGATE_TLS_KEY": served.key], trustedCertificate: old.certificate)
+            #expect(server.base.hasPrefix("https://"))
+            let stored = try server.curl("/dao/Demo/insertItem", method: "POST", body: #"["over TLS"]"#)
+            #expect(stored.status == 200, "\(stored.body)")
+
+            // A mismatched pair on disk: SIGHUP keeps the current one and says why.
+            try Self.replace(served.key, with: new.key)
+            kill(server.process.processIdentifier, SIGHUP)
+            #expect(eventually { server.log.contains("kept the current TLS certificate") }, "\(server.log)")
+            #expect(try server.curl("/healthz").status == 200)
+
+            try Self.replace(served.certificate, with: new.certificate)
+            kill(server.process.processIdentifier, SIGHUP)
+            #expect(eventually { server.log.contains("reloaded the TLS certificate") }, "\(server.log)")
+            server.trustedCertificate = new.certificate
+            #expect(try server.curl("/healthz").status == 200)
+            server.trustedCertificate = old.certificate
+            #expect(throws: LiveError.self) { try server.curl("/healthz") }
+            #expect(server.process.isRunning)
+            #expect(server.stop() == 0)
+        }
+    }
+
+    @Test func refusesToStartOnAMismatchedPairOrAHalfOne() throws {
+        try Self.withFolder { folder in
+            let first = try Self.makePair(folder, "first")
+            let second = try Self.makePair(folder, "second")
+            let key = folder.appendingPathComponent("daogate.key")
+            try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: key)
+            let cases: [([String], String)] = [
+                (["--tls-cert", first.certificate, "--tls-key", second.key], "is not the key of the certificate"),
+                (["--tls-cert", folder.appendingPathComponent("missing.crt").path, "--tls-key", first.key], "cannot read the TLS certificate file"),
+                (["--tls-cert", first.certificate], "--tls-cert needs --tls-key"),
+            ]
+            for (arguments, message) in cases {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: LiveServer.binary)
+                process.currentDirectoryURL = LiveServer.root
+                process.arguments = ["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0", "--key-file", key.path] + arguments
+                process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                process.standardError = pipe
+                try process.run()
+                let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus != 0, "\(arguments): \(output)")
+                #expect(output.contains(message), "\(arguments): \(output)")
+                #expect(!output.contains("listening"), "\(output)")
+            }
+        }
+    }
+}
+
+/// Polls `condition` for up to 10 s.
+private func eventually(_ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(10)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return true
+}

@@ -3,13 +3,23 @@ import Glibc
 #endif
 
 extension HTTPServer {
-    /// Blocks SIGTERM and SIGINT in the calling thread (call before `start()`, so worker threads inherit the mask), so `waitForTerminationSignal` can receive them.
+    /// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (call before `start()`, so worker threads inherit the mask), so `waitForTerminationSignal` can receive them.
     public static func blockTerminationSignals() {
         var signals = terminationSignals()
         pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
-    /// Waits (sigwait) for SIGTERM or SIGINT; returns the signal number.
+    /// Waits for SIGTERM or SIGINT, calling `onHangup` at each SIGHUP meanwhile
+    /// (a reload); returns the terminating signal's number.
+    public static func waitForTerminationSignal(onHangup: () -> Void) -> Int32 {
+        while true {
+            let signal = waitForTerminationSignal()
+            guard signal == SIGHUP else { return signal }
+            onHangup()
+        }
+    }
+
+    /// Waits (sigwait) for SIGTERM, SIGINT or SIGHUP; returns the signal number.
     ///
     /// The signals must be blocked in every thread (`blockTerminationSignals()`
     /// first), or one may end the process before it is waited for.
@@ -25,6 +35,7 @@ extension HTTPServer {
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGHUP)
         return signals
     }
 }

@@ -24,7 +24,7 @@ final class GatewayFixture: Sendable {
 
     /// `extraModules`: module files (XML) loaded beside the example modules.
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
-         extraModules: [String] = []) throws {
+         extraModules: [String] = [], authentication: Authentication = .trustedHeader) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(Self.modulesDirectory)
         if !extraModules.isEmpty {
@@ -44,7 +44,7 @@ final class GatewayFixture: Sendable {
                                 observer: events)
         gateway = try Gateway(engine: engine, events: events,
                               configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
-                                                                  clock: clock.storageClock))
+                                                                  clock: clock.storageClock, authentication: authentication))
     }
 
     deinit {

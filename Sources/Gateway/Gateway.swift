@@ -84,7 +84,8 @@ public final class Gateway: HTTPResponder {
         self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
                                      maximumCapacity: configuration.maximumDiskCacheCapacity)
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
-            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion))
+            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
+            jwt: { if case .jwt = configuration.authentication { true } else { false } }()))
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {

@@ -237,4 +237,31 @@ import Testing
         #expect(set.keys.map(\.algorithm) == [.edDSA])
         #expect(set.skipped.count == 2)
     }
+
+    /// The served description of jwt mode: the bearer scheme where a token is needed, the admin's where it must be an admin's.
+    @Test func theDescriptionDeclaresTheBearerSchemeAndTheAdminRequirement() throws {
+        let (fixture, _) = try Self.fixture()
+        let document = fixture.send("GET", "/openapi.json").json
+        func security(_ path: String, _ method: String) -> Value? {
+            document[member: "paths"]?[member: path]?[member: method]?[member: "security"]
+        }
+        #expect(document[member: "components"]?[member: "securitySchemes"]?[member: "bearer"]?[member: "bearerFormat"] == "JWT")
+        #expect(security("/dao/Books/titlesFrom", "post") == [["bearer": []]])
+        #expect(security("/dao/Notices/all", "post") == [["bearer": []]])
+        #expect(security("/dao/Notices/post", "post") == [["admin": []]])
+        #expect(security("/dao/Prices/set", "post") == [["admin": []]])
+        #expect(security("/storages", "get") == [["admin": []]])
+        #expect(security("/storage/reset", "post") == [["admin": []], ["bearer": []]])
+        #expect(security("/healthz", "get") == [])
+        // Every operation states its requirement: none is left to a document-wide default.
+        for (path, item) in document[member: "paths"]?.objectValue ?? [:] {
+            for (method, operation) in item.objectValue ?? [:] where operation[member: "responses"] != nil {
+                #expect(operation[member: "security"] != nil, "\(method) \(path)")
+            }
+        }
+        // The default mode's description is the committed one, without the bearer scheme.
+        let plain = try GatewayFixture(extraModules: [Self.adminOnlyMethod]).send("GET", "/openapi.json").json
+        #expect(plain[member: "components"]?[member: "securitySchemes"]?[member: "bearer"] == nil)
+        #expect(plain[member: "paths"]?[member: "/dao/Notices/post"]?[member: "post"]?[member: "security"] == [["admin": []]])
+    }
 }

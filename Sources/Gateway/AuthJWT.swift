@@ -17,7 +17,7 @@ public struct JWTSettings: Sendable {
     public var adminClaim: (name: String, value: String)?
     /// Seconds of clock skew allowed on `nbf` and `iat`.
     public var leeway: Int
-    /// Verified tokens remembered at once.
+    /// Verified tokens remembered at once; 0 remembers none.
     public var cacheCapacity: Int
 
     public init(secretFile: String? = nil, keysFile: String? = nil, userClaim: String = "sub", audience: String? = nil,
@@ -166,7 +166,7 @@ public final class JWTVerifier: Sendable {
         let verified = try verify(Array(token.utf8), keys: keys, now: now)
         state.withLock { state in
             // Keys swapped meanwhile: the token was checked with keys no longer in use; do not remember it.
-            guard state.generation == generation else { return }
+            guard state.generation == generation, settings.cacheCapacity > 0 else { return }
             if state.cache.count >= settings.cacheCapacity {
                 state.cache = state.cache.filter { $0.value.expiry > now }
                 while state.cache.count >= settings.cacheCapacity { state.cache.remove(at: state.cache.startIndex) }

@@ -54,10 +54,9 @@ extension Gateway {
         guard let authorization = try header(request, "Authorization") else {
             throw Self.refusal(TokenRefusal(.missing, "this request needs Authorization: Bearer <JWT>"))
         }
-        guard authorization.count > 7, authorization.utf8.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) else {
+        guard let token = Self.bearerToken(authorization) else {
             throw Self.refusal(TokenRefusal(.malformed, "the Authorization header is not Bearer <JWT>"))
         }
-        let token = String(authorization.utf8.dropFirst(7).drop { $0 == 0x20 })!
         if let adminToken = configuration.adminToken, constantTimeEqual(token, adminToken) {
             do {
                 return Caller(user: try userHeader.map(UserID.init), isAdmin: true)
@@ -121,7 +120,15 @@ extension Gateway {
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
     func loggedUser(_ request: HTTPRequest) -> String? {
         guard case .jwt(let verifier) = configuration.authentication else { return request.values(of: Self.userHeader).first }
-        guard let authorization = request.values(of: "Authorization").first, authorization.utf8.count > 7 else { return nil }
-        return verifier.cached(String(authorization.utf8.dropFirst(7).drop { $0 == 0x20 })!)?.user.rawValue
+        guard let authorization = request.values(of: "Authorization").first, let token = Self.bearerToken(authorization) else { return nil }
+        return verifier.cached(token)?.user.rawValue
+    }
+
+    /// The token of `Bearer <token>` (the scheme in any case, RFC 9110 §11.1); nil for another scheme or none.
+    static func bearerToken(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) else { return nil }
+        let token = bytes.dropFirst(7).drop { $0 == 0x20 }
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
     }
 }

@@ -218,6 +218,10 @@ import Testing
         #expect(throws: TokenRefusal.self) { try verifier.verify(token) }
         #expect(try verifier.verify(Self.keys.token(.es256, Self.claims())).user.rawValue == "ann")
         #expect(try verifier.reloadIfChanged() == nil)
+        // A capacity of 0 remembers nothing.
+        let forgetful = try JWTVerifier(settings: JWTSettings(keysFile: keysFile, cacheCapacity: 0))
+        #expect(try forgetful.verify(Self.keys.token(.es256, Self.claims())).user.rawValue == "ann")
+        #expect(forgetful.cachedCount == 0)
     }
 
     @Test func aBadKeyFileKeepsThePreviousKeys() throws {

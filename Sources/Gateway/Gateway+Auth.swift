@@ -28,7 +28,15 @@ struct Caller {
     var isAdmin = false
 }
 
+/// The caller of the request being answered, once derived (jwt mode).
+final class CallerMemo: @unchecked Sendable {
+    var caller: Caller?
+}
+
 extension Gateway {
+    /// The request's caller, for the thread answering it (`respond` sets it in jwt mode).
+    @TaskLocal static var requestCaller: CallerMemo?
+
     /// The problem codes of authentication, with their statuses.
     static let authenticationCodes: [String: Int] = {
         var codes = Dictionary(uniqueKeysWithValues: TokenRefusal.Cause.allCases.map { ($0.rawValue, 401) })
@@ -120,6 +128,7 @@ extension Gateway {
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
     func loggedUser(_ request: HTTPRequest) -> String? {
         guard case .jwt(let verifier) = configuration.authentication else { return request.values(of: Self.userHeader).first }
+        if let known = Self.requestCaller?.caller { return known.user?.rawValue }
         guard let authorization = request.values(of: "Authorization").first, let token = Self.bearerToken(authorization) else { return nil }
         return verifier.cached(token)?.user.rawValue
     }

@@ -89,6 +89,12 @@ public final class Gateway: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
+        guard case .jwt = configuration.authentication else { return answer(request) }
+        return Self.$requestCaller.withValue(CallerMemo()) { answer(request) }
+    }
+
+    private func answer(_ request: HTTPRequest) -> HTTPResponse {
         var encoding = JSONWriteOptions()
         let response: HTTPResponse
         do {
@@ -207,6 +213,7 @@ public final class Gateway: HTTPResponder {
                 throw Problem(error)
             }
         case .jwt(let verifier):
+            if let known = Self.requestCaller?.caller { return known }
             caller = try authenticate(verifier, request, userHeader: userHeader)
         }
         let storage = nonEmpty(try header(request, Self.storageHeader))
@@ -214,6 +221,7 @@ public final class Gateway: HTTPResponder {
             throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
         caller.storage = storage
+        Self.requestCaller?.caller = caller
         return caller
     }
 

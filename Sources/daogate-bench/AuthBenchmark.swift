@@ -93,6 +93,7 @@ struct BenchKeys {
         process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -257,6 +257,7 @@ import Testing
         #expect(security("/storages", "get") == [["admin": []]])
         #expect(security("/storage/reset", "post") == [["admin": []], ["bearer": []]])
         #expect(security("/healthz", "get") == [])
+        #expect(document[member: "components"]?[member: "parameters"]?[member: "RequiredUser"]?[member: "required"] != true)
         // Every operation states its requirement: none is left to a document-wide default.
         for (path, item) in document[member: "paths"]?.objectValue ?? [:] {
             for (method, operation) in item.objectValue ?? [:] where operation[member: "responses"] != nil {

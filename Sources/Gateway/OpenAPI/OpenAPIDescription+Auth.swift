@@ -18,6 +18,12 @@ extension OpenAPIDescription {
         components.responses["Problem403"] = .init(OpenAPI.Response(
             description: "The token is valid but not enough: X-User-Id names another user (user_mismatch), or an admin's token is needed.",
             content: [OpenAPI.ContentType(rawValue: "application/problem+json")!: .init(OpenAPI.Content(schema: .reference(.component(named: "Problem"))))]))
+        // The token names the user; X-User-Id is optional, and must then be the token's.
+        for name in ["RequiredUser", "OptionalUser"] {
+            components.parameters[OpenAPI.ComponentKey(rawValue: name)!] = .init(OpenAPI.Parameter.header(
+                name: "X-User-Id", required: false, schema: Self.userSchema,
+                description: "Optional: the token's user claim names the caller; a user id sent must be the same (else 403 user_mismatch)."))
+        }
         for (path, item) in paths {
             guard case .b(var pathItem) = item else { continue }
             let isPublic = Gateway.isPublic(path.components)

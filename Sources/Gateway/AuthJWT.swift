@@ -156,13 +156,12 @@ public final class JWTVerifier: Sendable {
     /// Verifies `token` (the text after `Bearer `), or says why not.
     public func verify(_ token: String) throws(TokenRefusal) -> VerifiedToken {
         let now = clock()
-        let (remembered, keys, generation) = state.withLock { state in
-            (state.cache[token], state.keys, state.generation)
-        }
-        if let remembered {
+        // The common case, a remembered token, takes one lookup under the lock and nothing else.
+        if let remembered = state.withLock({ $0.cache[token] }) {
             guard remembered.expiry > now else { throw TokenRefusal(.expired, "the token expired") }
             return remembered
         }
+        let (keys, generation) = state.withLock { ($0.keys, $0.generation) }
         let verified = try verify(Array(token.utf8), keys: keys, now: now)
         state.withLock { state in
             // Keys swapped meanwhile: the token was checked with keys no longer in use; do not remember it.

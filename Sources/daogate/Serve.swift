@@ -121,6 +121,8 @@ struct Serve: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "daogate")
+        // The JWT keys are read before anything else is opened: a bad key file stops the start at once.
+        let authentication = try settings.authentication(logger: logger)
 
         let (loaded, loadErrors) = ModuleLoader.loadDirectory(settings.modules)
         let problems = loadErrors + SQLCheck.check(loaded)
@@ -161,7 +163,6 @@ struct Serve: ParsableCommand {
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
-        let authentication = try settings.authentication(logger: logger)
         let gateway = try Gateway(engine: engine, events: events,
                                   configuration: GatewayConfiguration(adminToken: try settings.adminToken(),
                                                                       memoryCaches: settings.memoryCaches,

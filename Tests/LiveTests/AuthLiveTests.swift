@@ -101,13 +101,14 @@ import Testing
         #expect(try server.curl("/kv/user/biz/missing", headers: ["Authorization: Bearer \(unknown)"]).code == "token_unknown_key")
     }
 
-    @Test func servingBeyondLoopbackNeedsAModeAndNamesBoth() throws {
+    /// Runs `daogate serve` with `arguments`, expecting it to refuse to start; returns its exit status and message.
+    static func refusedStart(_ arguments: [String]) throws -> (status: Int32, message: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: LiveServer.binary)
         process.currentDirectoryURL = LiveServer.root
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-host-\(UUID().uuidString)")
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-refused-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: data) }
-        process.arguments = ["serve", "--host", "0.0.0.0", "--port", "0", "--data", data.path]
+        process.arguments = ["serve", "--port", "0", "--data", data.path] + arguments
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
         let errors = Pipe()
         process.standardError = errors
@@ -115,7 +116,32 @@ import Testing
         try process.run()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
+        return (process.terminationStatus, message)
+    }
+
+    @Test func inconsistentAuthSettingsRefuseToStart() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-settings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let short = folder.appendingPathComponent("short").path
+        try Data("too short".utf8).write(to: URL(fileURLWithPath: short))
+        for (arguments, expected) in [
+            (["--auth", "jwt"], "needs keys"),
+            (["--jwt-secret-file", short], "with --auth jwt only"),
+            (["--auth", "jwt", "--jwt-secret-file", short], "at least 32 bytes"),
+            (["--auth", "jwt", "--jwt-keys", short], "no PEM public key"),
+            (["--auth", "basic"], "jwt or trusted-header"),
+            (["--auth", "jwt", "--jwt-secret-file", short, "--jwt-admin-claim", "admin"], "NAME=VALUE"),
+        ] {
+            let (status, message) = try Self.refusedStart(arguments)
+            #expect(status != 0, "\(arguments)")
+            #expect(message.contains(expected), "\(arguments): \(message)")
+        }
+    }
+
+    @Test func servingBeyondLoopbackNeedsAModeAndNamesBoth() throws {
+        let (status, message) = try Self.refusedStart(["--host", "0.0.0.0"])
+        #expect(status != 0)
         #expect(message.contains("--auth jwt") && message.contains("--auth trusted-header"), "\(message)")
         // With a mode it serves (here on every address, answered on loopback).
         let server = try LiveServer(arguments: ["--host", "0.0.0.0", "--auth", "trusted-header"])

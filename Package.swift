@@ -51,11 +51,12 @@ let package = Package(
             name: "HTTPTransport",
             dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")]
         ),
-        // The gateway: routes, JSON mapping, errors, OpenAPI.
+        // The gateway: routes, JSON mapping, errors, OpenAPI, authentication
+        // (JWTs verified with libcrypto).
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ]
@@ -86,7 +87,7 @@ let package = Package(
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
         // Against a real `daogate serve` on a loopback port, with curl.
         .testTarget(name: "LiveTests"),
     ],

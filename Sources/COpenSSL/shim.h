@@ -3,3 +3,9 @@
 #include <openssl/err.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/x509.h>
+#include <openssl/core_names.h>

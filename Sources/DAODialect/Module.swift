@@ -23,6 +23,11 @@ public final class Module: Sendable {
     /// daogate's `userDependent` attribute: calls need a user id and run in
     /// that user's database (the reference passes this to `daoWithPath:`).
     public let userDependent: Bool
+    /// daogate's `access="admin"` attribute on the module: only an admin may call
+    /// its methods or its proxy operations (for shared tables users must not write).
+    public let adminOnly: Bool
+    /// Methods declared `access="admin"` themselves.
+    public let adminOnlyMethods: Set<String>
     /// daogate's `storage` attribute: the named custom storage (the
     /// reference's `APCustomStorage`) whose databases the module uses.
     public let storage: String?
@@ -40,7 +45,7 @@ public final class Module: Sendable {
     /// `crypt` declarations: class → encrypted properties.
     public let encryptedProperties: [String: Set<String>]
 
-    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
+    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
         self.name = name
         self.file = file
         self.line = line
@@ -51,6 +56,8 @@ public final class Module: Sendable {
         self.upgradeMinVersion = upgradeMinVersion
         self.initializer = initializer
         self.userDependent = userDependent
+        self.adminOnly = adminOnly
+        self.adminOnlyMethods = adminOnlyMethods
         self.storage = storage
         self.database = database
         self.globals = globals
@@ -59,6 +66,11 @@ public final class Module: Sendable {
         self.upgrades = upgrades
         self.encryptedProperties = encryptedProperties
         self.methodIndex = methodIndex
+    }
+
+    /// Whether a call of `method` (nil: the module's proxy operations) is an admin's only.
+    public func isAdminOnly(method: String?) -> Bool {
+        adminOnly || method.map(adminOnlyMethods.contains) == true
     }
 
     public func method(named name: String) -> Method? {

@@ -145,7 +145,7 @@ struct ModuleParser {
             return nil
         }
         checkAttributes(root, ["name", "initializer", "tableName", "version", "resetOnUpgrade", "upgradeMinVersion",
-                               "userDependent", "storage", "database", "globals"])
+                               "userDependent", "storage", "database", "globals", "access"])
         let line = root.line
         let name = root.attribute("name")?.trimmingCharacters(in: .whitespaces) ?? ""
         if name.isEmpty {
@@ -177,6 +177,7 @@ struct ModuleParser {
         }
         let resetOnUpgrade = flag(root, "resetOnUpgrade") ?? false
         let userDependent = flag(root, "userDependent") ?? false
+        let adminOnly = access(root)
         var storage: String?
         if let text = root.attribute("storage")?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
             if let problem = storageNameProblem(text) { error(line, "storage '\(text)': \(problem)") }
@@ -212,6 +213,7 @@ struct ModuleParser {
             cyclic: cyclic, globals: Set(globals), encryptedProperties: declarations.encryptedProperties)
         var methods: [Method] = []
         var methodIndex: [String: Int] = [:]
+        var adminOnlyMethods: Set<String> = []
         for (element, documentation) in declarations.methodElements {
             // Once the module's SQL is over its size, every further method would only say so again.
             if budget.isSpent { break }
@@ -220,6 +222,7 @@ struct ModuleParser {
             else { continue }
             methodIndex[method.name] = methods.count
             methods.append(method)
+            if access(element) { adminOnlyMethods.insert(method.name) }
         }
         var upgrades: [Upgrade] = []
         for element in declarations.upgradeElements where !budget.isSpent {
@@ -255,9 +258,20 @@ struct ModuleParser {
             name: name, file: file, line: line, tableName: tableName, isTemplate: tableName == nil && namesTable, version: version,
             resetOnUpgrade: resetOnUpgrade, upgradeMinVersion: upgradeMinVersion,
             initializer: initializer,
-            userDependent: userDependent, storage: storage, database: database, globals: globals,
+            userDependent: userDependent, adminOnly: adminOnly, adminOnlyMethods: adminOnlyMethods, storage: storage, database: database, globals: globals,
             methods: methods, maps: declarations.maps, upgrades: upgrades,
             encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex)
+    }
+
+    /// daogate's `access` attribute: `admin` (only admins may call), or `any` (the default).
+    mutating func access(_ element: XMLElement) -> Bool {
+        switch element.attribute("access")?.trimmingCharacters(in: .whitespaces) {
+        case nil, "", "any": return false
+        case "admin": return true
+        case let other?:
+            error(element.line, "access=\"\(other)\" must be admin or any")
+            return false
+        }
     }
 
     mutating func flag(_ element: XMLElement, _ name: String) -> Bool? {
@@ -405,7 +419,7 @@ struct ModuleParser {
                               maps: [String: ResultMap]) -> Method? {
         let kind = MethodKind(rawValue: element.name)!
         checkAttributes(element, kind == .select
-            ? ["id", "arguments", "result", "foreach"] : ["id", "arguments", "foreach"])
+            ? ["id", "arguments", "result", "foreach", "access"] : ["id", "arguments", "foreach", "access"])
         let line = element.line
         let id = element.attribute("id")?.trimmingCharacters(in: .whitespaces) ?? ""
         guard isIdentifier(id) else {

@@ -17,6 +17,7 @@ extension Gateway {
         }
         let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(request, Self.tableHeader)))
         let context = try context(request)
+        try authorizeAccess(module: module, method: method, request)
         do {
             let result = try engine.call(call, context: context)
             var body: [UInt8] = []
@@ -63,6 +64,7 @@ extension Gateway {
             calls.append(Call(module: module, method: method, arguments: arguments, table: table))
         }
         let context = try context(request)
+        for call in calls { try authorizeAccess(module: call.module, method: call.method, request) }
         do {
             let results = try engine.transaction(calls, context: context)
             var body = Array(#"{"results":["#.utf8)

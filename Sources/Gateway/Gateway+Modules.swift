@@ -24,6 +24,7 @@ extension Gateway {
             throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
         }
         let context = try context(request)
+        if !rest.isEmpty { try authorizeAccess(module: name, method: nil, request) }
         // Checked whenever sent, as the description says, and confined to the module's own tables (the engine).
         let table = try self.header(request, Self.tableHeader)
         if let table, let problem = tableNameProblem(table) {
@@ -151,16 +152,6 @@ extension Gateway {
             throw Problem(error)
         }
         try authorizeAdmin(request)
-    }
-
-    func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
-        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
-        required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
-        guard let given = try header(request, "Authorization") else { throw required }
-        guard let token = configuration.adminToken else {
-            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
-        }
-        guard constantTimeEqual(given, "Bearer " + token) else { throw required }
     }
 }
 

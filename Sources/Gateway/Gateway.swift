@@ -22,12 +22,15 @@ public struct GatewayConfiguration: Sendable {
     /// Whether `GET /metrics` is served on an address of its own (`Gateway.metricsResponder`), and so not on the
     /// API's; otherwise the API serves it to the admin token only.
     public var separateMetrics: Bool
+    /// Who the caller is: `X-User-Id` as sent, or a verified JWT's claim.
+    public var authentication: Authentication
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
-                separateMetrics: Bool = false) {
+                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader) {
         self.adminToken = adminToken
         self.separateMetrics = separateMetrics
+        self.authentication = authentication
         self.memoryCaches = memoryCaches
         self.maximumDiskCacheCapacity = maximumDiskCacheCapacity
         self.clock = clock
@@ -86,10 +89,17 @@ public final class Gateway: HTTPResponder {
         self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
                                      maximumCapacity: configuration.maximumDiskCacheCapacity)
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
-            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion))
+            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
+            jwt: { if case .jwt = configuration.authentication { true } else { false } }()))
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
+        guard case .jwt = configuration.authentication else { return answer(request) }
+        return Self.$requestCaller.withValue(CallerMemo()) { answer(request) }
+    }
+
+    private func answer(_ request: HTTPRequest) -> HTTPResponse {
         var encoding = JSONWriteOptions()
         let response: HTTPResponse
         do {
@@ -116,7 +126,7 @@ public final class Gateway: HTTPResponder {
 
     /// Adds what the access log may show of the caller: a digest of the user, never the id.
     private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
-        guard configuration.accessLog, let user = request.values(of: Self.userHeader).first else { return response }
+        guard configuration.accessLog, let user = loggedUser(request) else { return response }
         var response = response
         response.logMetadata.append(("user", (try? UserID(user))?.description ?? "user#invalid"))
         return response
@@ -136,6 +146,8 @@ public final class Gateway: HTTPResponder {
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
         let parts = try Self.pathSegments(request.path)
         _ = try Self.matchRoute(parts, request)
+        // In jwt mode, no route reaching storage reads anything before the token is checked.
+        if case .jwt = configuration.authentication, !Self.isPublic(parts) { _ = try caller(request) }
         switch (request.method, parts.first ?? "") {
         case (_, "dao") where parts.count == 3:
             try allow(request, ["POST"])
@@ -164,10 +176,14 @@ public final class Gateway: HTTPResponder {
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
         case (_, "events") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
-            // The admin (with the token) sees every storage's events; anyone else shared storages' and their own.
-            let everything = try header(request, "Authorization") != nil
-            if everything { try authorizeAdmin(request) }
-            return json(events.summary(user: try caller(request).user, everything: everything))
+            // The admin sees every storage's events; anyone else shared storages' and their own.
+            let caller = try caller(request)
+            var everything = caller.isAdmin
+            if case .trustedHeader = configuration.authentication, try header(request, "Authorization") != nil {
+                try authorizeAdmin(request)
+                everything = true
+            }
+            return json(events.summary(user: caller.user, everything: everything))
         case (_, "metrics") where parts.count == 1:
             guard !configuration.separateMetrics else {
                 throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")
@@ -201,21 +217,31 @@ public final class Gateway: HTTPResponder {
 
     // MARK: Requests
 
-    /// The caller's user and storage, from the headers; either, when sent, must
-    /// be valid (even where a route would not use it), as the description says.
-    func caller(_ request: HTTPRequest) throws(Problem) -> (user: UserID?, storage: String?) {
-        let storage = nonEmpty(try header(request, Self.storageHeader))
+    /// The caller's user and storage, from the headers: the one place every
+    /// route learns who calls. In trusted-header mode the user is `X-User-Id`;
+    /// in jwt mode the token's claim (`authenticate`). Either header, when
+    /// sent, must be valid (even where a route would not use it), as the description says.
+    func caller(_ request: HTTPRequest) throws(Problem) -> Caller {
         let userHeader = try header(request, Self.userHeader)
-        let user: UserID?
-        do {
-            user = try userHeader.map(UserID.init)
-        } catch {
-            throw Problem(error)
+        var caller: Caller
+        switch configuration.authentication {
+        case .trustedHeader:
+            do {
+                caller = Caller(user: try userHeader.map(UserID.init))
+            } catch {
+                throw Problem(error)
+            }
+        case .jwt(let verifier):
+            if let known = Self.requestCaller?.caller { return known }
+            caller = try authenticate(verifier, request, userHeader: userHeader)
         }
+        let storage = nonEmpty(try header(request, Self.storageHeader))
         if let storage, let problem = storageNameProblem(storage) {
             throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
-        return (user, storage)
+        caller.storage = storage
+        Self.requestCaller?.caller = caller
+        return caller
     }
 
     /// The value of a header the gateway reads; every one takes a single value,

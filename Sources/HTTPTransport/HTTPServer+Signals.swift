@@ -10,7 +10,17 @@ extension HTTPServer {
         pthread_sigmask(SIG_BLOCK, &signals, nil)
     }
 
-    /// Waits (sigwait) for SIGTERM or SIGINT; returns the signal number.
+    /// Waits for SIGTERM or SIGINT, calling `onHangup` at each SIGHUP meanwhile
+    /// (a reload); returns the terminating signal's number.
+    public static func waitForTerminationSignal(onHangup: () -> Void) -> Int32 {
+        while true {
+            let signal = waitForSignal()
+            guard signal == reloadSignal else { return signal }
+            onHangup()
+        }
+    }
+
+    /// Waits (sigwait) for SIGTERM, SIGINT or SIGHUP; returns the signal number.
     ///
     /// The signals must be blocked in every thread (`blockTerminationSignals()`
     /// first), or one may end the process before it is waited for.

@@ -7,6 +7,7 @@ import Foundation
 ///     daogate-bench render MODULES_DIR BENCH_MODULES_DIR
 ///     daogate-bench engine MODULES_DIR BENCH_MODULES_DIR
 ///     daogate-bench gateway MODULES_DIR
+///     daogate-bench auth MODULES_DIR
 @main
 enum Bench {
     static func main() throws {
@@ -19,6 +20,9 @@ enum Bench {
         case "gateway":
             guard arguments.count == 2 else { usage() }
             try GatewayBenchmark(modules: arguments[arguments.startIndex + 1]).run()
+        case "auth":
+            guard arguments.count == 2 else { usage() }
+            try AuthBenchmark(modules: arguments[arguments.startIndex + 1]).run()
         case "engine":
             let folders = Array(arguments.dropFirst())
             guard folders.count == 2 else { usage() }
@@ -29,7 +33,7 @@ enum Bench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR | gateway MODULES_DIR\n".utf8))
+        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR | gateway|auth MODULES_DIR\n".utf8))
         exit(2)
     }
 }

@@ -18,14 +18,18 @@ struct OpenAPICommand: ParsableCommand {
     @Option(help: "The file to write (standard output when absent).")
     var out: String?
 
+    @Option(help: "The authentication mode described: trusted-header (default) or jwt (the bearer scheme on every operation reaching storage).")
+    var auth: String = "trusted-header"
+
     func run() throws {
         let (loaded, errors) = ModuleLoader.loadDirectory(modules)
         guard errors.isEmpty else {
             for error in errors { printToStandardError(error.description) }
             throw ExitCode(1)
         }
+        guard ["trusted-header", "jwt"].contains(auth) else { throw ValidationError("auth must be jwt or trusted-header, not \(auth)") }
         let json = try OpenAPIDescription.json(OpenAPIDescription.document(
-            modules: loaded, descriptions: MethodDescriber.describe(loaded), version: daogateVersion))
+            modules: loaded, descriptions: MethodDescriber.describe(loaded), version: daogateVersion, jwt: auth == "jwt"))
         if let out {
             try Data(json).write(to: URL(fileURLWithPath: out))
         } else {

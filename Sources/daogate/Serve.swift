@@ -41,6 +41,30 @@ struct Serve: ParsableCommand {
     @Option(help: "A file holding the admin bearer token (DAOGATE_ADMIN_TOKEN_FILE; or the token itself in DAOGATE_ADMIN_TOKEN). Without one, admin operations are disabled.")
     var adminTokenFile: String?
 
+    @Option(help: "Who calls: jwt (Authorization: Bearer <JWT>, verified; the user is a claim) or trusted-header (X-User-Id as an authenticating proxy sets it) (DAOGATE_AUTH). Without one, daogate serves on loopback only, trusting X-User-Id.")
+    var auth: String?
+
+    @Option(help: "A file holding the HS256 secret, raw bytes, at least 32 (DAOGATE_JWT_SECRET_FILE).")
+    var jwtSecretFile: String?
+
+    @Option(help: "A file of PEM public keys or a JWKS, for RS256, ES256 and EdDSA (DAOGATE_JWT_KEYS).")
+    var jwtKeys: String?
+
+    @Option(help: "The claim naming the caller's user (DAOGATE_JWT_USER_CLAIM; default sub).")
+    var jwtUserClaim: String?
+
+    @Option(help: "The audience a token's aud must name (DAOGATE_JWT_AUDIENCE; default: aud not checked).")
+    var jwtAudience: String?
+
+    @Option(help: "The issuer a token's iss must be (DAOGATE_JWT_ISSUER; default: iss not checked).")
+    var jwtIssuer: String?
+
+    @Option(help: "NAME=VALUE: a token whose claim NAME is VALUE (or an array holding it) is an admin's (DAOGATE_JWT_ADMIN_CLAIM; default: no token is).")
+    var jwtAdminClaim: String?
+
+    @Option(help: "Seconds of clock skew allowed on a token's nbf and iat (DAOGATE_JWT_LEEWAY; default 30).")
+    var jwtLeeway: Int?
+
     @Option(help: "A JSON file of global arguments by module: {\"Module\": {\"name\": value}} (DAOGATE_GLOBALS).")
     var globals: String?
 
@@ -109,6 +133,8 @@ struct Serve: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "daogate")
+        // The JWT keys are read before anything else is opened: a bad key file stops the start at once.
+        let authentication = try settings.authentication(logger: logger)
 
         let (loaded, loadErrors) = ModuleLoader.loadDirectory(settings.modules)
         let problems = loadErrors + SQLCheck.check(loaded)
@@ -169,7 +195,8 @@ struct Serve: ParsableCommand {
                                                                       memoryCaches: settings.memoryCaches,
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
                                                                       accessLog: settings.accessLog,
-                                                                      separateMetrics: settings.metricsListen != nil))
+                                                                      separateMetrics: settings.metricsListen != nil,
+                                                                      authentication: authentication))
         let server = HTTPServer(
             configuration: httpConfiguration,
             responder: gateway,
@@ -192,15 +219,20 @@ struct Serve: ParsableCommand {
         if let metricsServer { print("daogate metrics on \(metricsServer.url)/metrics") }
         fflush(nil)
 
-        var signal = HTTPServer.waitForSignal()
-        while signal == HTTPServer.reloadSignal {
+        var reloadKeys: () -> Void = {}
+        if case .jwt(let verifier) = authentication {
+            reloadKeys = { Self.reload(verifier, logger, reason: "SIGHUP") }
+            Self.watchKeyFiles(verifier, logger)
+        }
+        // SIGHUP reloads what the server reads from files: the TLS certificate and key, the JWT keys.
+        let signal = HTTPServer.waitForTerminationSignal {
             do {
                 try server.reloadCertificate()
                 if let tls = settings.tls { logger.notice("reloaded the TLS certificate \(tls.certificateFile)") }
             } catch {
                 logger.error("kept the current TLS certificate: \(error)")
             }
-            signal = HTTPServer.waitForSignal()
+            reloadKeys()
         }
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))
@@ -208,6 +240,36 @@ struct Serve: ParsableCommand {
         engine.shutdown()
         logger.notice("stopped")
         fflush(nil)
+    }
+}
+
+extension Serve {
+    /// Reloads the JWT keys; a failure keeps the keys in use.
+    static func reload(_ verifier: JWTVerifier, _ logger: Logger, reason: String) {
+        do {
+            let keys = try verifier.reload()
+            logger.notice("\(reason): \(keys.keys.count) JWT key\(keys.keys.count == 1 ? "" : "s") loaded")
+            for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
+        } catch {
+            logger.error("\(reason): the JWT keys were not reloaded, the previous ones stay in use: \(error)")
+        }
+    }
+
+    /// Reloads the JWT keys when one of their files changes (checked every second).
+    static func watchKeyFiles(_ verifier: JWTVerifier, _ logger: Logger) {
+        Thread.detachNewThread {
+            while true {
+                Thread.sleep(forTimeInterval: 1)
+                do {
+                    if let keys = try verifier.reloadIfChanged() {
+                        logger.notice("a JWT key file changed: \(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s") loaded")
+                        for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
+                    }
+                } catch {
+                    logger.error("a JWT key file changed but was not loaded, the previous keys stay in use: \(error)")
+                }
+            }
+        }
     }
 }
 
@@ -237,6 +299,9 @@ struct Settings {
     var tls: TLSConfiguration?
     var maximumDatabaseBytes: Int?
     var metricsListen: (host: String, port: UInt16)?
+    /// `jwt`, `trusted-header`, or nil: trusted-header on loopback only.
+    var authMode: String?
+    var jwt: JWTSettings
 
     init(_ options: Serve, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         func value(_ option: String?, _ name: String) -> String? {
@@ -307,6 +372,60 @@ struct Settings {
             metricsListen = address
         }
         self.environment = environment
+
+        authMode = value(options.auth, "DAOGATE_AUTH")?.lowercased()
+        jwt = JWTSettings()
+        jwt.secretFile = value(options.jwtSecretFile, "DAOGATE_JWT_SECRET_FILE")
+        jwt.keysFile = value(options.jwtKeys, "DAOGATE_JWT_KEYS")
+        let userClaim = value(options.jwtUserClaim, "DAOGATE_JWT_USER_CLAIM")
+        jwt.userClaim = userClaim ?? jwt.userClaim
+        jwt.audience = value(options.jwtAudience, "DAOGATE_JWT_AUDIENCE")
+        jwt.issuer = value(options.jwtIssuer, "DAOGATE_JWT_ISSUER")
+        jwt.leeway = try number(options.jwtLeeway, "DAOGATE_JWT_LEEWAY", jwt.leeway, 0...86_400)
+        if let claim = value(options.jwtAdminClaim, "DAOGATE_JWT_ADMIN_CLAIM") {
+            let parts = claim.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw ValidationError("the JWT admin claim is NAME=VALUE (for example role=admin), not \(claim)")
+            }
+            jwt.adminClaim = (parts[0], parts[1])
+        }
+        let jwtOptionGiven = jwt.secretFile != nil || jwt.keysFile != nil || jwt.audience != nil || jwt.issuer != nil
+            || jwt.adminClaim != nil || userClaim != nil || value(options.jwtLeeway.map { String($0) }, "DAOGATE_JWT_LEEWAY") != nil
+        switch authMode {
+        case "jwt"?:
+            guard jwt.secretFile != nil || jwt.keysFile != nil else {
+                throw ValidationError("--auth jwt needs keys: --jwt-secret-file (HS256) or --jwt-keys (PEM public keys or a JWKS)")
+            }
+        case "trusted-header"?, nil:
+            if jwtOptionGiven { throw ValidationError("the --jwt-… options take effect with --auth jwt only") }
+            if authMode == nil, !Self.isLoopback(host) {
+                throw ValidationError("serving on \(host), beyond loopback, needs an authentication mode: "
+                    + "--auth jwt (callers send a verified bearer token) or --auth trusted-header "
+                    + "(behind a proxy that authenticates and sets X-User-Id); or DAOGATE_AUTH")
+            }
+        case let other?:
+            throw ValidationError("auth must be jwt or trusted-header, not \(other)")
+        }
+    }
+
+    /// Whether an address is the loopback interface's: 127.0.0.0/8, ::1, localhost.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    /// The authentication the gateway applies; the JWT keys are read here (a bad file stops the start).
+    func authentication(logger: Logger) throws -> Authentication {
+        guard authMode == "jwt" else { return .trustedHeader }
+        do {
+            let verifier = try JWTVerifier(settings: jwt)
+            let keys = verifier.keys
+            let algorithms = Set(keys.keys.map(\.algorithm.rawValue)).sorted().joined(separator: ", ")
+            logger.info("authentication: jwt, \(keys.keys.count) key\(keys.keys.count == 1 ? "" : "s") (\(algorithms))")
+            for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
+            return .jwt(verifier)
+        } catch {
+            throw ValidationError("the JWT keys: \(error)")
+        }
     }
 
     /// `host:port`, or `[v6]:port`.

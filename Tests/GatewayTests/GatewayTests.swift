@@ -25,7 +25,8 @@ final class GatewayFixture: Sendable {
     /// A gateway over the modules of `modulesDirectory` (the examples by
     /// default) and `extraModules`, module files (XML) loaded beside them.
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
-         modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = []) throws {
+         modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = [],
+         authentication: Authentication = .trustedHeader) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
@@ -45,7 +46,7 @@ final class GatewayFixture: Sendable {
                                 observer: events)
         gateway = try Gateway(engine: engine, events: events,
                               configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
-                                                                  clock: clock.storageClock))
+                                                                  clock: clock.storageClock, authentication: authentication))
     }
 
     deinit {

@@ -24,8 +24,9 @@ public struct OpenAPIDescription {
     }
 
     /// The document, in OpenAPI 3.1.
+    /// `jwt`: the document of `--auth jwt` (`requireBearer`); else the default mode's.
     public static func document(modules: [Module], descriptions: [String: [String: MethodDescription]],
-                                version: String) -> OpenAPI.Document {
+                                version: String, jwt: Bool = false) -> OpenAPI.Document {
         var builder = OpenAPIDescription(modules: modules, descriptions: descriptions)
         builder.addCommonComponents()
         for module in builder.modules {
@@ -40,6 +41,7 @@ public struct OpenAPIDescription {
         builder.addCacheOperations()
         builder.addCleanupOperations()
         builder.addService()
+        if jwt { builder.requireBearer() }
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,
             info: OpenAPI.Document.Info(
@@ -118,6 +120,8 @@ public struct OpenAPIDescription {
         var details = [documentation?.dropFirst().joined(separator: " ")].compactMap { $0 }.filter { !$0.isEmpty }
         details.append("A `\(method.kind.rawValue)` of module \(module.name)" + (method.result.map { ", result `\($0)`" } ?? "") + ".")
         if method.foreach != nil { details.append("It runs once per element of its collection, all in one transaction.") }
+        let adminOnly = module.isAdminOnly(method: method.name)
+        if adminOnly { details.append("Declared access=\"admin\": only an admin may call it.") }
         let operation = OpenAPI.Operation(
             tags: [module.name],
             summary: summary,
@@ -125,7 +129,8 @@ public struct OpenAPIDescription {
             operationId: "\(module.name)_\(method.name)",
             parameters: parameters,
             requestBody: requestBody,
-            responses: responses(success, errors: [400, 409, 413, 415, 500, 503]))
+            responses: responses(success, errors: [400, 409, 413, 415, 500, 503] + (adminOnly ? [401, 403] : [])),
+            security: adminOnly ? [[.component(named: "admin"): []]] : nil)
         paths[OpenAPI.Path(rawValue: "/dao/\(module.name)/\(method.name)")] = .init(OpenAPI.PathItem(post: operation))
     }
 

@@ -1,0 +1,143 @@
+import DAODialect
+import DAOEngine
+import HTTPTransport
+
+/// How the gateway knows who calls.
+public enum Authentication: Sendable {
+    /// `X-User-Id` names the caller, as an authenticating proxy in front sets it;
+    /// admin operations take the static admin token.
+    case trustedHeader
+    /// `Authorization: Bearer <JWT>` on every request that reaches storage; the
+    /// token's user claim names the caller. The static admin token, when
+    /// configured, is taken in its place for admin operations.
+    case jwt(JWTVerifier)
+
+    public var name: String {
+        switch self {
+        case .trustedHeader: "trusted-header"
+        case .jwt: "jwt"
+        }
+    }
+}
+
+/// Who calls, and in which storage: what every route derives from the headers, in `Gateway.caller`.
+struct Caller {
+    var user: UserID?
+    var storage: String?
+    /// An admin: the static admin token, or a JWT with the admin claim (in jwt mode only).
+    var isAdmin = false
+}
+
+/// The caller of the request being answered, once derived (jwt mode).
+final class CallerMemo: @unchecked Sendable {
+    var caller: Caller?
+}
+
+extension Gateway {
+    /// The request's caller, for the thread answering it (`respond` sets it in jwt mode).
+    @TaskLocal static var requestCaller: CallerMemo?
+
+    /// The problem codes of authentication, with their statuses.
+    static let authenticationCodes: [String: Int] = {
+        var codes = Dictionary(uniqueKeysWithValues: TokenRefusal.Cause.allCases.map { ($0.rawValue, 401) })
+        codes["user_mismatch"] = 403
+        codes["admin_claim_required"] = 403
+        codes["admin_only"] = 403
+        return codes
+    }()
+
+    /// The routes answered without a token in jwt mode: they reach no storage.
+    static func isPublic(_ parts: [String]) -> Bool {
+        switch parts.first {
+        case "healthz", "openapi.json", "metrics": parts.count == 1
+        case "modules": parts.count == 1
+        default: false
+        }
+    }
+
+    /// In jwt mode, the caller's user from their token: the token's user claim,
+    /// which a sent `X-User-Id` must equal; the static admin token acts as
+    /// an admin and may name a user with `X-User-Id`.
+    func authenticate(_ verifier: JWTVerifier, _ request: HTTPRequest, userHeader: String?) throws(Problem) -> Caller {
+        guard let authorization = try header(request, "Authorization") else {
+            throw Self.refusal(TokenRefusal(.missing, "this request needs Authorization: Bearer <JWT>"))
+        }
+        guard let token = Self.bearerToken(authorization) else {
+            throw Self.refusal(TokenRefusal(.malformed, "the Authorization header is not Bearer <JWT>"))
+        }
+        if let adminToken = configuration.adminToken, constantTimeEqual(token, adminToken) {
+            do {
+                return Caller(user: try userHeader.map(UserID.init), isAdmin: true)
+            } catch {
+                throw Problem(error)
+            }
+        }
+        let verified: VerifiedToken
+        do {
+            verified = try verifier.verify(token)
+        } catch {
+            throw Self.refusal(error)
+        }
+        if let userHeader, userHeader != verified.user.rawValue {
+            var problem = Problem(403, "user_mismatch", "\(Self.userHeader) names another user than the token's \(verifier.settings.userClaim) claim")
+            problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
+            throw problem
+        }
+        return Caller(user: verified.user, isAdmin: verified.isAdmin)
+    }
+
+    /// A refused token: 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1).
+    static func refusal(_ refusal: TokenRefusal) -> Problem {
+        var problem = Problem(401, refusal.cause.rawValue, refusal.detail)
+        problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="invalid_token""#)]
+        return problem
+    }
+
+    /// An admin operation: the static admin token in trusted-header mode; in
+    /// jwt mode, that token or a JWT carrying the admin claim (else a 403).
+    func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
+        if case .jwt = configuration.authentication {
+            guard try caller(request).isAdmin else {
+                var problem = Problem(403, "admin_claim_required", "this operation is an admin's: it needs a token with the admin claim")
+                problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
+                throw problem
+            }
+            return
+        }
+        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
+        required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
+        guard let given = try header(request, "Authorization") else { throw required }
+        guard let token = configuration.adminToken else {
+            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
+        }
+        guard constantTimeEqual(given, "Bearer " + token) else { throw required }
+    }
+
+    /// A call of a module or method declared `access="admin"` is an admin's.
+    func authorizeAccess(module name: String, method: String?, _ request: HTTPRequest) throws(Problem) {
+        guard let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
+        do {
+            try authorizeAdmin(request)
+        } catch where error.status == 403 && error.code == "admin_claim_required" {
+            var problem = Problem(403, "admin_only", "\(name)\(method.map { ".\($0)" } ?? "") is declared access=\"admin\": only an admin may call it")
+            problem.headers = error.headers
+            throw problem
+        }
+    }
+
+    /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
+    func loggedUser(_ request: HTTPRequest) -> String? {
+        guard case .jwt(let verifier) = configuration.authentication else { return request.values(of: Self.userHeader).first }
+        if let known = Self.requestCaller?.caller { return known.user?.rawValue }
+        guard let authorization = request.values(of: "Authorization").first, let token = Self.bearerToken(authorization) else { return nil }
+        return verifier.cached(token)?.user.rawValue
+    }
+
+    /// The token of `Bearer <token>` (the scheme in any case, RFC 9110 §11.1); nil for another scheme or none.
+    static func bearerToken(_ authorization: String) -> String? {
+        let bytes = authorization.utf8
+        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) else { return nil }
+        let token = bytes.dropFirst(7).drop { $0 == 0x20 }
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
+    }
+}

@@ -205,7 +205,7 @@ extension DaemonContext {
     }
 
     private func accessLogMetadata(state: RequestState, termination: MHD_RequestTerminationCode) -> Logger.Metadata {
-        var metadata: Logger.Metadata = [:]
+        var metadata = Logger.Metadata(minimumCapacity: state.logMetadata.count + 5)
         for field in state.logMetadata {
             metadata[field.name] = .string(escapingControlCharacters(field.value))
         }

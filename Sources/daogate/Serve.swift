@@ -142,6 +142,9 @@ struct Serve: ParsableCommand {
                                                                       memoryCaches: settings.memoryCaches,
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
                                                                       accessLog: settings.accessLog))
+        // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
+        let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
+        accessLogWriter?.start()
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: settings.host, port: settings.port, threads: settings.threads,
@@ -149,11 +152,14 @@ struct Serve: ParsableCommand {
                 connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
                 headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout)),
             responder: gateway,
-            accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
+            accessLog: accessLogWriter.map { writer in
+                Logger(label: "daogate.access") { AccessLogHandler(label: $0, writer: writer, logLevel: settings.logLevel) }
+            })
         HTTPServer.blockTerminationSignals()
         do {
             try server.start()
         } catch {
+            accessLogWriter?.stop()
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
@@ -164,6 +170,7 @@ struct Serve: ParsableCommand {
         let signal = HTTPServer.waitForTerminationSignal()
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))
+        accessLogWriter?.stop()
         engine.shutdown()
         logger.notice("stopped")
         fflush(nil)

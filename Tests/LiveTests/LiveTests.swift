@@ -135,6 +135,21 @@ import Testing
         #expect(!log.contains("ann-secret-id"))
     }
 
+    /// The access log is buffered and written every second: a graceful stop right after the requests still
+    /// writes every request's line.
+    @Test func aGracefulStopWritesEveryAccessLogLine() throws {
+        let server = try LiveServer()
+        let count = 60
+        let urls = (1...count).map { "\(server.base)/dao/Demo/getItem?n=\($0)" }
+        let statuses = try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}\\n", "-H", "Content-Type: application/json",
+                                                 "-d", "[1]"] + urls)
+        #expect(statuses.split(separator: "\n").count == count)
+        #expect(server.stop() == 0)
+        let lines = server.log.split(separator: "\n").filter { $0.contains("daogate.access") && $0.contains("path=/dao/Demo/getItem ") }
+        #expect(lines.count == count, "\(server.log)")
+        #expect(lines.allSatisfy { $0.contains(" method=POST ") && $0.contains(" status=200 ") && $0.hasSuffix("] request") })
+    }
+
     /// The digest key lives in the data folder, readable by its owner only,
     /// so a user's digest is the same across restarts.
     @Test func theUserDigestIsKeyedAndStableAcrossRestarts() throws {

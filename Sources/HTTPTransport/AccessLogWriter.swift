@@ -99,8 +99,8 @@ public final class AccessLogWriter: Sendable {
     }
 
     /// Appends one line in `StreamLogHandler`'s format: `time level label: key=value… [source] message`, the
-    /// metadata sorted by key. Formatted as bytes outside the lock, the time of day once a second.
-    func append(level: Logger.Level, label: String, metadata: Logger.Metadata, source: String, message: Logger.Message) {
+    /// fields (one per name) sorted by name. Formatted as bytes outside the lock, the time of day once a second.
+    func append(level: Logger.Level, label: String, fields: [(name: String, value: String)], source: String, message: String) {
         var line: [UInt8] = []
         line.reserveCapacity(256)
         line.append(0x20)
@@ -108,20 +108,16 @@ public final class AccessLogWriter: Sendable {
         line.append(0x20)
         line.append(contentsOf: label.utf8)
         line.append(UInt8(ascii: ":"))
-        for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
+        for field in fields.sorted(by: { $0.name < $1.name }) {
             line.append(0x20)
-            line.append(contentsOf: key.utf8)
+            line.append(contentsOf: field.name.utf8)
             line.append(UInt8(ascii: "="))
-            switch value {
-            case .string(let text): line.append(contentsOf: text.utf8)
-            case .stringConvertible(let convertible): line.append(contentsOf: convertible.description.utf8)
-            default: line.append(contentsOf: "\(value)".utf8)
-            }
+            line.append(contentsOf: field.value.utf8)
         }
         line.append(contentsOf: " [".utf8)
         line.append(contentsOf: source.utf8)
         line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: message.description.utf8)
+        line.append(contentsOf: message.utf8)
         line.append(UInt8(ascii: "\n"))
         let full = pending.withLock { pending -> Bool in
             let now = time(nil)
@@ -191,6 +187,20 @@ public struct AccessLogHandler: LogHandler {
             merged["error.message"] = "\(error)"
             merged["error.type"] = "\(String(reflecting: type(of: error)))"
         }
-        writer.append(level: event.level, label: label, metadata: merged, source: event.source, message: event.message)
+        let fields = merged.map { field -> (name: String, value: String) in
+            switch field.value {
+            case .string(let text): (field.key, text)
+            default: (field.key, "\(field.value)")
+            }
+        }
+        writer.append(level: event.level, label: label, fields: fields, source: event.source, message: event.message.description)
+    }
+
+    /// The writer and label of a logger that writes through an `AccessLogWriter` at info level, which the server
+    /// hands a request's fields directly (no `Logger.Metadata` dictionary per request).
+    static func direct(_ logger: Logger?) -> (writer: AccessLogWriter, label: String)? {
+        guard let logger, logger.logLevel <= .info, let handler = logger.handler as? AccessLogHandler,
+              handler.metadata.isEmpty, handler.metadataProvider == nil else { return nil }
+        return (handler.writer, handler.label)
     }
 }

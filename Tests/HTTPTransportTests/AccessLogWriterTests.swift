@@ -122,6 +122,25 @@ struct AccessLogWriterTests {
         #expect(Set(lines.map { $0.drop { $0 != " " } }).count == threads * each)
     }
 
+    /// A server whose access log is an `AccessLogHandler`'s hands it each request's fields directly: the same line.
+    @Test func aServerWritesItsRequestLinesThroughTheWriter() throws {
+        let sink = Sink()
+        let writer = AccessLogWriter(descriptor: sink.descriptor, interval: .seconds(3600))
+        let responder = RecordingResponder { _ in
+            HTTPResponse(status: 201, body: Array("created".utf8), logMetadata: [("user", "digest-1234"), ("path", "forged")])
+        }
+        try withServer(responder, accessLog: logger(writer)) { server in
+            let client = try RawClient(port: server.port)
+            try client.send("GET /log/me%0Ahere?q=v HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 201)
+        }
+        writer.stop()
+        let lines = sink.lines
+        try #require(lines.count == 1, "\(lines)")
+        let line = try #require(lines[0].wholeMatch(of: #/\S+ info daogate\.access: duration_ms=(\d+\.\d{3}) (.*)/#))
+        #expect(line.2 == "method=GET path=/log/me%0Ahere status=201 user=digest-1234 [HTTPTransport] request")
+    }
+
     @Test func theLevelFiltersLines() {
         let sink = Sink()
         let writer = AccessLogWriter(descriptor: sink.descriptor)

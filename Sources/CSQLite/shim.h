@@ -21,3 +21,11 @@ static inline sqlite3_destructor_type daogate_sqlite_transient(void) {
 static inline int daogate_sqlite_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
+
+/// `sqlite3_config` is variadic, which Swift cannot call: this stops SQLite
+/// from giving each connection a bulk allocation of page-cache slots
+/// (SQLITE_DEFAULT_PCACHE_INITSZ, 20 pages) when it opens, so an idle open
+/// file costs only the pages it holds. Must run before SQLite initializes.
+static inline int daogate_sqlite_disable_bulk_page_cache(void) {
+    return sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+}

@@ -13,6 +13,8 @@ final class DaemonContext: Sendable {
     let responder: any HTTPResponder
     let maximumBodySize: Int
     let accessLog: Logger?
+    /// The access log's writer when `accessLog` is an `AccessLogHandler`'s: each request's line goes to it directly.
+    let accessLogWriter: (writer: AccessLogWriter, label: String)?
     /// The deadlines of requests' headers and bodies; nil when neither has one.
     let watchdog: ConnectionWatchdog?
     /// Requests presented to the access handler whose completion has not been notified yet.
@@ -26,6 +28,7 @@ final class DaemonContext: Sendable {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
         self.accessLog = accessLog
+        self.accessLogWriter = AccessLogHandler.direct(accessLog)
         self.watchdog = watchdog
     }
 }
@@ -149,11 +152,14 @@ extension DaemonContext {
     func complete(state: RequestState, termination: MHD_RequestTerminationCode) {
         if let deadline = state.connection { watchdog?.awaitHeaders(deadline) }
         guard state.begun else { return }
-        if let accessLog {
-            accessLog.info(
-                state.status == nil ? "request not answered" : "request",
-                metadata: accessLogMetadata(state: state, termination: termination)
-            )
+        if let accessLogWriter {
+            accessLogWriter.writer.append(
+                level: .info, label: accessLogWriter.label, fields: accessLogFields(state: state, termination: termination),
+                source: "HTTPTransport", message: state.status == nil ? "request not answered" : "request")
+        } else if let accessLog {
+            var metadata = Logger.Metadata(minimumCapacity: 8)
+            for field in accessLogFields(state: state, termination: termination) { metadata[field.name] = .string(field.value) }
+            accessLog.info(state.status == nil ? "request not answered" : "request", metadata: metadata)
         }
         inFlightRequests.subtract(1, ordering: .sequentiallyConsistent)
     }
@@ -204,21 +210,32 @@ extension DaemonContext {
         return result
     }
 
-    private func accessLogMetadata(state: RequestState, termination: MHD_RequestTerminationCode) -> Logger.Metadata {
-        var metadata: Logger.Metadata = [:]
-        for field in state.logMetadata {
-            metadata[field.name] = .string(escapingControlCharacters(field.value))
+    /// The access-log line's fields, one per name: the response's, then method, path, status, duration and the
+    /// termination when not a normal one.
+    private func accessLogFields(state: RequestState, termination: MHD_RequestTerminationCode) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(state.logMetadata.count + 5)
+        for field in state.logMetadata where !accessLogOwnFields.contains(field.name) {
+            let value = escapingControlCharacters(field.value)
+            if let index = fields.firstIndex(where: { $0.name == field.name }) {
+                fields[index].value = value
+            } else {
+                fields.append((field.name, value))
+            }
         }
-        metadata["method"] = .string(escapingControlCharacters(state.request.method))
-        metadata["path"] = .string(escapingControlCharacters(state.request.path))
-        metadata["status"] = .string(state.status.map { String($0) } ?? "-")
-        metadata["duration_ms"] = .string(milliseconds(ContinuousClock.now - state.started))
+        fields.append(("method", escapingControlCharacters(state.request.method)))
+        fields.append(("path", escapingControlCharacters(state.request.path)))
+        fields.append(("status", state.status.map { String($0) } ?? "-"))
+        fields.append(("duration_ms", milliseconds(ContinuousClock.now - state.started)))
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
-            metadata["termination"] = .string(terminationName(termination))
+            fields.append(("termination", terminationName(termination)))
         }
-        return metadata
+        return fields
     }
 }
+
+/// The access-log fields the transport sets itself, which a response's log metadata cannot replace.
+private let accessLogOwnFields: Set<String> = ["method", "path", "status", "duration_ms", "termination"]
 
 /// The length a `Content-Length` value declares (libmicrohttpd has already refused a malformed one); a run of digits too long for 64 bits counts as the largest length.
 private func declaredLength(_ value: String) -> UInt64? {

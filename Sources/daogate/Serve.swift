@@ -197,10 +197,15 @@ struct Serve: ParsableCommand {
                                                                       accessLog: settings.accessLog,
                                                                       separateMetrics: settings.metricsListen != nil,
                                                                       authentication: authentication))
+        // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
+        let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
+        accessLogWriter?.start()
         let server = HTTPServer(
             configuration: httpConfiguration,
             responder: gateway,
-            accessLog: settings.accessLog ? Logger(label: "daogate.access") : nil)
+            accessLog: accessLogWriter.map { writer in
+                Logger(label: "daogate.access") { AccessLogHandler(label: $0, writer: writer, logLevel: settings.logLevel) }
+            })
         let metricsServer = settings.metricsListen.map { address in
             HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threads: 1,
                                                               maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
@@ -211,6 +216,7 @@ struct Serve: ParsableCommand {
             try server.start()
             try metricsServer?.start()
         } catch {
+            accessLogWriter?.stop()
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
@@ -237,6 +243,7 @@ struct Serve: ParsableCommand {
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))
         metricsServer?.shutdown(gracePeriod: .seconds(1))
+        accessLogWriter?.stop()
         engine.shutdown()
         logger.notice("stopped")
         fflush(nil)

@@ -45,7 +45,15 @@ final class LiveServer: @unchecked Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [output] handle in output.append(handle.availableData) }
+        pipe.fileHandleForReading.readabilityHandler = { [output] handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                output.finish()
+            } else {
+                output.append(data)
+            }
+        }
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while port == 0 {
@@ -82,16 +90,23 @@ final class LiveServer: @unchecked Sendable {
     final class Output: @unchecked Sendable {
         private let lock = NSLock()
         private var bytes: [UInt8] = []
+        private var ended = false
         func append(_ data: Data) { lock.withLock { bytes += data } }
+        /// The pipe reached its end: the server exited and everything it wrote is in.
+        func finish() { lock.withLock { ended = true } }
+        var isFinished: Bool { lock.withLock { ended } }
         var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
     }
 
     var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
-    /// Sends SIGTERM and waits; returns the exit status.
+    /// Sends SIGTERM and waits, until its output is read to the end too (the access log's last lines are written
+    /// as it stops); returns the exit status.
     func stop() -> Int32 {
         process.terminate()
         process.waitUntilExit()
+        let deadline = Date().addingTimeInterval(5)
+        while !output.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         return process.terminationStatus
     }
 

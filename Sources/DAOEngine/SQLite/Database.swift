@@ -86,8 +86,13 @@ public final class Database {
 
     /// Runs one or more statements without bindings (`sqlite3_exec`); rows are discarded.
     /// Configures the SQLite library once, before its first connection opens:
-    /// no memory statistics (a global mutex on every allocation).
-    private static let libraryConfigured: Bool = daogate_sqlite_disable_memory_statistics() == SQLITE_OK
+    /// no memory statistics (a global mutex on every allocation), no bulk
+    /// page-cache allocation per connection (see README, "What an open user costs").
+    private static let libraryConfigured: Bool = {
+        let statistics = daogate_sqlite_disable_memory_statistics()
+        let pageCache = daogate_sqlite_disable_bulk_page_cache()
+        return statistics == SQLITE_OK && pageCache == SQLITE_OK
+    }()
 
     public func execute(_ sql: String) throws(SQLiteError) {
         let connection = try requireConnection()

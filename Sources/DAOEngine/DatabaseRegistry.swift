@@ -6,7 +6,7 @@ import Synchronization
 public final class OpenDatabase: Sendable {
     public let location: StorageLocation
     public let pool: DatabasePool
-    /// Tables known to be at their module's version in this file.
+    /// The storage layers' tables set up in this file (`ensure`).
     let readyTables = Mutex<Set<String>>([])
 
     init(location: StorageLocation, pool: DatabasePool) {
@@ -28,20 +28,36 @@ public final class OpenDatabase: Sendable {
 
     /// A module's table is ready per module (a caller-named table is checked
     /// to be the module's own before it is) and without regard to ASCII case,
-    /// as SQLite names tables. The key cannot be a storage layer's name: it
-    /// holds a NUL.
-    private static func key(module: String, table: String) -> String {
-        module + "\u{0}" + String(decoding: table.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+    /// as SQLite names tables; kept apart from the storage layers' names.
+    /// Every call asks, so the key compares and hashes the names as they
+    /// are, building no string.
+    struct ModuleTable: Hashable {
+        let module: String
+        let table: String
+
+        static func == (a: Self, b: Self) -> Bool { a.module == b.module && sameTable(a.table, b.table) }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(module)
+            for byte in table.utf8 { hasher.combine(byte >= 65 && byte <= 90 ? byte + 32 : byte) }
+        }
     }
 
-    func isReady(module: String, table: String) -> Bool { isReady(Self.key(module: module, table: table)) }
-    func markReady(module: String, table: String) { markReady(Self.key(module: module, table: table)) }
+    let readyModuleTables = Mutex<Set<ModuleTable>>([])
+
+    func isReady(module: String, table: String) -> Bool {
+        readyModuleTables.withLock { $0.contains(ModuleTable(module: module, table: table)) }
+    }
+
+    func markReady(module: String, table: String) {
+        _ = readyModuleTables.withLock { $0.insert(ModuleTable(module: module, table: table)) }
+    }
 
     /// Forgets that a module's table is ready: called under the writer by
     /// whatever drops it, so that the next call, which checks under the
     /// writer or after a failed read, creates it again.
     func forget(module: String, table: String) {
-        _ = readyTables.withLock { $0.remove(Self.key(module: module, table: table)) }
+        _ = readyModuleTables.withLock { $0.remove(ModuleTable(module: module, table: table)) }
         drops.add(1, ordering: .sequentiallyConsistent)
     }
 

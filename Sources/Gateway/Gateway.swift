@@ -205,7 +205,12 @@ public final class Gateway: HTTPResponder {
 
     /// What the metrics address answers: `GET /metrics` to anyone who reaches it (a network only Prometheus
     /// reaches), problem+json refusals otherwise.
-    public var metricsResponder: some HTTPResponder { MetricsResponder(gateway: self) }
+    /// The responder of the metrics address. Beyond loopback (`requiresAdmin`)
+    /// it asks for the admin's credentials as `/metrics` does on the API's
+    /// address, so that whoever reaches the port still cannot read it.
+    public func metricsResponder(requiresAdmin: Bool) -> some HTTPResponder {
+        MetricsResponder(gateway: self, requiresAdmin: requiresAdmin)
+    }
 
     /// Refuses a method the route does not take (405, with `Allow`).
     func allow(_ request: HTTPRequest, _ methods: [String]) throws(Problem) {
@@ -323,6 +328,7 @@ public final class Gateway: HTTPResponder {
 /// The responder of the metrics address: `/metrics` only.
 struct MetricsResponder: HTTPResponder {
     let gateway: Gateway
+    let requiresAdmin: Bool
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         do throws(Problem) {
@@ -330,6 +336,7 @@ struct MetricsResponder: HTTPResponder {
                 throw Problem(404, "not_found", "the metrics address serves GET /metrics only")
             }
             try gateway.allow(request, ["GET", "HEAD"])
+            if requiresAdmin { try gateway.authorizeAdmin(request) }
             return gateway.metricsResponse()
         } catch {
             return error.response(JSONWriteOptions())

@@ -209,7 +209,7 @@ struct Serve: ParsableCommand {
         let metricsServer = settings.metricsListen.map { address in
             HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threads: 1,
                                                               maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
-                       responder: gateway.metricsResponder)
+                       responder: gateway.metricsResponder(requiresAdmin: !Settings.isLoopback(address.host)))
         }
         HTTPServer.blockTerminationSignals()
         do {
@@ -412,6 +412,15 @@ struct Settings {
             }
         case let other?:
             throw ValidationError("auth must be jwt or trusted-header, not \(other)")
+        }
+        // Secure by default, as for the API's address: metrics beyond loopback
+        // are asked for an admin's credentials, so there must be one.
+        let adminConfigured = adminTokenFile != nil || !(environment["DAOGATE_ADMIN_TOKEN"] ?? "").isEmpty
+            || (authMode == "jwt" && jwt.adminClaim != nil)
+        if let metrics = metricsListen, !Self.isLoopback(metrics.host), !adminConfigured {
+            throw ValidationError("metrics on \(metrics.host), beyond loopback, are served to an admin only, and none is configured: "
+                + "give --admin-token-file (Prometheus sends it as its bearer token)"
+                + " or, with --auth jwt, --jwt-admin-claim; or listen for metrics on loopback")
         }
     }
 

@@ -122,4 +122,21 @@ import Testing
         // Not on the API's port, not even to the admin.
         #expect(try server.curl("/metrics", headers: [Self.admin]).status == 404)
     }
+
+    /// Beyond loopback, the metrics address is as closed as the API's: it
+    /// refuses to start with no admin configured, and asks for the admin's token.
+    @Test func aMetricsAddressBeyondLoopbackIsForTheAdminOnly() throws {
+        let (status, message) = try AuthLiveTests.refusedStart(["--metrics-listen", "0.0.0.0:0"])
+        #expect(status != 0)
+        #expect(message.contains("--admin-token-file") && message.contains("--jwt-admin-claim"), "\(message)")
+
+        let server = try LiveServer(arguments: ["--metrics-listen", "0.0.0.0:0"],
+                                    environment: ["DAOGATE_ADMIN_TOKEN": Self.adminToken])
+        let match = try #require(server.log.firstMatch(of: /daogate metrics on http:\/\/[^:]+:(\d+)\/metrics/))
+        let metrics = "http://127.0.0.1:\(match.1)/metrics"
+        #expect(try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", metrics]) == "401")
+        #expect(try run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer wrong-token-0123456789", metrics]) == "401")
+        let scraped = try run("/usr/bin/curl", ["-s", "-w", "\n%{http_code}", "-H", Self.admin, metrics])
+        #expect(scraped.hasSuffix("\n200") && scraped.contains("daogate_open_databases"), "\(scraped)")
+    }
 }

@@ -81,7 +81,7 @@ public struct HAProxyConfiguration {
             "# Do not edit: generate it again. See docs/scaling.md.",
             "global",
             "    stats socket \(runtimeSocket) mode 600 level admin",
-            "    maxconn 20000",
+            "    maxconn 4000",
             "",
             "defaults",
             "    mode http",

@@ -6,7 +6,7 @@ documented 503s; no request reached a shard that does not own its user (no 421 a
 crc32 and daogate's buckets agree, for ids with every visible ASCII character.
 
 Run by Tests/Shards/run (part of `make test`). Ports: SHARDS_PORT_BASE (default 35100) and the next five."""
-import http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
+import base64, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("DAOGATE_BINARY", os.path.join(ROOT, ".build/debug/daogate"))
@@ -221,15 +221,16 @@ def main():
             return json.loads(moved.stdout) if moved.returncode == 0 else {}
 
         time.sleep(LOAD_SECONDS * 0.2)
-        first = bucket(USERS[0])  # owned by a or b or c; moved to another
-        owner = [n for n in ("a", "b", "c") if shard_map["ranges"][("a", "b", "c").index(n)][0] <= first
-                 <= shard_map["ranges"][("a", "b", "c").index(n)][1]][0]
-        first_to = "spare" if owner != "spare" else "a"
-        result = move(first, first_to)
+        # Buckets whose users have data: one of a's goes to the spare, one of b's to c.
+        while len({user for user, _ in list(load.acknowledged)}) < 300:
+            time.sleep(0.1)
+        written = sorted({bucket(user) for user, _ in list(load.acknowledged)})
+        first = next(b for b in written if b < third)
+        result = move(first, "spare")
         if result.get("files", 0) < 1:
             fail(f"the first move carried no file: {result}")
         time.sleep(LOAD_SECONDS * 0.15)
-        second = next(b for b in (bucket(u) for u in USERS) if b != first and third <= b < 2 * third)
+        second = next(b for b in written if third <= b < 2 * third)
         move(second, "c")
         time.sleep(LOAD_SECONDS * 0.15)
         print("SIGKILL shard a", flush=True)
@@ -283,7 +284,7 @@ def crc_agreement(work, spare):
     timeout server 5s
 frontend crc
     bind 127.0.0.1:{BASE + 5}
-    http-request return status 200 content-type text/plain lf-string "%[req.fhdr(x-user-id),crc32] %[req.fhdr(x-user-id),crc32,mod({BUCKETS})]"
+    http-request return status 200 content-type text/plain lf-string "%[req.fhdr(x-user-id),crc32] %[req.fhdr(x-user-id),crc32,mod({BUCKETS})] %[http_auth_bearer,jwt_payload_query('\\$.sub'),crc32,mod({BUCKETS})]"
 """)
     process = subprocess.Popen(["haproxy", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
@@ -292,10 +293,15 @@ frontend crc
         alphabet = [chr(c) for c in range(0x21, 0x7F)]
         ids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(600)] + USERS[:100]
         for user in ids:
-            _, text, _ = request("127.0.0.1", BASE + 5, "GET", "/", headers={"X-User-Id": user})
-            crc, modded = (int(x) for x in text.split())
+            # jwt mode routes by the token's claim, read by HAProxy unverified: an unsigned token will do here.
+            token = ".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=")
+                             for part in ({"alg": "HS256", "typ": "JWT"}, {"sub": user, "exp": 4102444800})) + ".c2ln"
+            _, text, _ = request("127.0.0.1", BASE + 5, "GET", "/", headers={"X-User-Id": user, "Authorization": "Bearer " + token})
+            crc, modded, from_token = (int(x) for x in text.split())
             if crc != zlib.crc32(user.encode()) or modded != bucket(user):
                 fail(f"HAProxy's crc32 of {user!r} is {crc} (mod {modded}), zlib's {zlib.crc32(user.encode())}")
+            if from_token != modded:
+                fail(f"HAProxy's bucket of the token of {user!r} is {from_token}, not {modded}")
             status, problem, _ = request("127.0.0.1", spare.port, "PUT", "/kv/user/x/y", {"value": 1}, {"X-User-Id": user})
             if status != 421 or problem.get("bucket") != modded:
                 fail(f"daogate's bucket of {user!r}: {status} {problem}; HAProxy's {modded}")

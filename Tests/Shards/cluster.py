@@ -3,7 +3,8 @@
 through HAProxy while two buckets move and one shard is killed (SIGKILL) and restarted. Then: every
 acknowledged write is there; each user's file is on exactly one shard, the one the map names; no 5xx but the
 documented 503s; no request reached a shard that does not own its user (no 421 anywhere). Also: HAProxy's
-crc32 and daogate's buckets agree, for ids with every visible ASCII character.
+crc32 and daogate's buckets agree, for ids with every visible ASCII character (from X-User-Id and from a JWT's
+claim); `daogate backup` of a shard under load holds every write acknowledged before it, and each copy checks.
 
 Run by Tests/Shards/run (part of `make test`). Ports: SHARDS_PORT_BASE (default 35100) and the next five."""
 import base64, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
@@ -232,7 +233,8 @@ def main():
         time.sleep(LOAD_SECONDS * 0.15)
         second = next(b for b in written if third <= b < 2 * third)
         move(second, "c")
-        time.sleep(LOAD_SECONDS * 0.15)
+        time.sleep(LOAD_SECONDS * 0.1)
+        online_backup(load, shards["b"], work, owner)
         print("SIGKILL shard a", flush=True)
         load.killed = "a"
         shards["a"].kill()
@@ -270,6 +272,42 @@ def main():
         print(f"{len(failures)} failures")
         sys.exit(1)
     print("shards: ok")
+
+
+def online_backup(load, shard, work, owner):
+    """`daogate backup` of a shard while the load runs: every copy passes integrity_check, and holds every write
+    acknowledged to the shard's users before the backup began."""
+    with load.lock:
+        before = [key for key in load.acknowledged if owner(key[0]) == shard.name]
+    destination = os.path.join(work, "backup-" + shard.name)
+    backup = subprocess.run([BINARY, "backup", destination, "--data", shard.data], capture_output=True, text=True)
+    print("backup", shard.name, backup.stdout.strip(), backup.stderr.strip(), flush=True)
+    if backup.returncode != 0:
+        fail(f"backup failed: {backup.stderr}")
+        return
+    import sqlite3
+    missing = 0
+    for user, key in before:
+        path = os.path.join(destination, "users", f"p-{user}.db")
+        try:
+            connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            found = connection.execute("select count(*) from daogate_kv where business = 'load' and key = ?", (key,)).fetchone()[0]
+            connection.close()
+        except sqlite3.Error:
+            found = 0
+        missing += found != 1
+    if missing or not before:
+        fail(f"the backup of shard {shard.name} lacks {missing} of {len(before)} writes acknowledged before it")
+    checked = 0
+    for folder, _, files in os.walk(destination):
+        for name in files:
+            if name.endswith(".db"):
+                connection = sqlite3.connect(f"file:{os.path.join(folder, name)}?mode=ro", uri=True)
+                if connection.execute("pragma integrity_check").fetchone()[0] != "ok":
+                    fail(f"backup copy {name} fails integrity_check")
+                connection.close()
+                checked += 1
+    print(f"backup of shard {shard.name} while serving: {checked} databases, {len(before)} earlier writes present", flush=True)
 
 
 def crc_agreement(work, spare):

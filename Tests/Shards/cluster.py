@@ -232,6 +232,17 @@ def main():
             fail(f"the first move carried no file: {result}")
         time.sleep(LOAD_SECONDS * 0.15)
         second = next(b for b in written if third <= b < 2 * third)
+        # A move interrupted after the copy, before the commit: the map still names b alone, the bucket's
+        # writes wait (503 bucket_moving) and its reads go on; the same command run again finishes it.
+        admin = {"Authorization": "Bearer " + token}
+        status, imported, _ = request("127.0.0.1", names["c"], "POST", "/shard/import",
+                                      {"bucket": second, "from": f"127.0.0.1:{names['b']}"}, admin)
+        victim = next(user for user, _ in list(load.acknowledged) if bucket(user) == second)
+        status_write, problem, retry = request("127.0.0.1", BASE, "PUT", "/kv/user/probe/k", {"value": 1}, {"X-User-Id": victim})
+        status_read, _, _ = request("127.0.0.1", BASE, "GET", "/kv/user/probe/k?default=0", None, {"X-User-Id": victim})
+        if status != 200 or json.load(open(map_path))["epoch"] != 2 or status_write != 503 \
+                or problem.get("code") != "bucket_moving" or retry != "1" or status_read != 200:
+            fail(f"interrupted move: import {status} {imported}, write {status_write} {problem} {retry}, read {status_read}")
         move(second, "c")
         time.sleep(LOAD_SECONDS * 0.1)
         online_backup(load, shards["b"], work, owner)

@@ -28,11 +28,13 @@ release: deps
 	$(SWIFT) build -c release
 
 # Swift's tests, then the OpenAPI description proved with real clients
-# (Tests/Clients/run: its tools come from PyPI into .venv).
+# (Tests/Clients/run: its tools come from PyPI into .venv), and shards behind
+# HAProxy (Tests/Shards/run: HAProxy and python3-yaml from Debian).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	Tests/Clients/run
+	Tests/Shards/run
 
 # The embedded default: ./modules, data in ./data, on 127.0.0.1:8080. The
 # example modules encrypt a property, so a local key is made on first run.

@@ -64,6 +64,7 @@ extension Gateway {
             calls.append(Call(module: module, method: method, arguments: arguments, table: table))
         }
         let context = try context(request)
+        try admitTransaction(calls, context)
         for call in calls { try authorizeAccess(module: call.module, method: call.method, request) }
         do {
             let results = try engine.transaction(calls, context: context)

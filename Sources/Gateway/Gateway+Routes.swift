@@ -40,6 +40,13 @@ extension Gateway {
         "/openapi.json",
         "/events",
         "/metrics",
+        "/shard",
+        "/shard/reload",
+        "/shard/freeze",
+        "/shard/unfreeze",
+        "/shard/export",
+        "/shard/import",
+        "/shard/archive",
     ]
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.

@@ -24,11 +24,14 @@ public struct GatewayConfiguration: Sendable {
     public var separateMetrics: Bool
     /// Who the caller is: `X-User-Id` as sent, or a verified JWT's claim.
     public var authentication: Authentication
+    /// The shard this server is in a sharded deployment (`--shard`), or nil: every user is served.
+    public var shard: Shard?
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
-                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader) {
+                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader, shard: Shard? = nil) {
         self.adminToken = adminToken
+        self.shard = shard
         self.separateMetrics = separateMetrics
         self.authentication = authentication
         self.memoryCaches = memoryCaches
@@ -94,12 +97,13 @@ public final class Gateway: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        if let shard = configuration.shard { return respondAsShard(request, shard) }
         // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
         guard case .jwt = configuration.authentication else { return answer(request) }
         return Self.$requestCaller.withValue(CallerMemo()) { answer(request) }
     }
 
-    private func answer(_ request: HTTPRequest) -> HTTPResponse {
+    func answer(_ request: HTTPRequest) -> HTTPResponse {
         var encoding = JSONWriteOptions()
         let response: HTTPResponse
         do {
@@ -168,6 +172,8 @@ public final class Gateway: HTTPResponder {
             return try storageAdminRoute(request, parts.dropFirst())
         case (_, "storages") where parts.count == 1:
             return try storagesRoute(request)
+        case (_, "shard"):
+            return try shardRoute(request, parts.dropFirst())
         case (_, "healthz") where parts.count == 1:
             try allow(request, ["GET", "HEAD"])
             return json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])
@@ -245,6 +251,7 @@ public final class Gateway: HTTPResponder {
             throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
         }
         caller.storage = storage
+        try admitToShard(caller, request)
         Self.requestCaller?.caller = caller
         return caller
     }

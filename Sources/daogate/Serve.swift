@@ -119,6 +119,12 @@ struct Serve: ParsableCommand {
     @Option(help: "Serve GET /metrics on this HOST:PORT of its own, plain HTTP without a token, and not on the API's port (DAOGATE_METRICS_LISTEN; default: on the API's port, to the admin token only).")
     var metricsListen: String?
 
+    @Option(help: "This server's shard name in a sharded deployment (DAOGATE_SHARD; needs --shard-map): it serves only the buckets the map gives it, and answers 421 for others. See docs/scaling.md.")
+    var shard: String?
+
+    @Option(help: "The shard map file: buckets to shards, the common shard, an epoch (DAOGATE_SHARD_MAP).")
+    var shardMap: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error (DAOGATE_LOG_LEVEL; default info).")
     var logLevel: String?
 
@@ -196,7 +202,8 @@ struct Serve: ParsableCommand {
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
                                                                       accessLog: settings.accessLog,
                                                                       separateMetrics: settings.metricsListen != nil,
-                                                                      authentication: authentication))
+                                                                      authentication: authentication,
+                                                                      shard: try settings.shard()))
         // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
         let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
         accessLogWriter?.start()
@@ -306,6 +313,9 @@ struct Settings {
     var tls: TLSConfiguration?
     var maximumDatabaseBytes: Int?
     var metricsListen: (host: String, port: UInt16)?
+    /// `--shard` and `--shard-map`, both or neither.
+    var shardName: String?
+    var shardMap: String?
     /// `jwt`, `trusted-header`, or nil: trusted-header on loopback only.
     var authMode: String?
     var jwt: JWTSettings
@@ -379,6 +389,9 @@ struct Settings {
             metricsListen = address
         }
         self.environment = environment
+        shardName = value(options.shard, "DAOGATE_SHARD")
+        shardMap = value(options.shardMap, "DAOGATE_SHARD_MAP")
+        guard (shardName == nil) == (shardMap == nil) else { throw ValidationError("--shard and --shard-map go together") }
 
         authMode = value(options.auth, "DAOGATE_AUTH")?.lowercased()
         jwt = JWTSettings()

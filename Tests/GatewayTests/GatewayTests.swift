@@ -26,7 +26,7 @@ final class GatewayFixture: Sendable {
     /// default) and `extraModules`, module files (XML) loaded beside them.
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
          modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = [],
-         authentication: Authentication = .trustedHeader) throws {
+         authentication: Authentication = .trustedHeader, shard: ((URL) throws -> Shard)? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
@@ -46,7 +46,8 @@ final class GatewayFixture: Sendable {
                                 observer: events)
         gateway = try Gateway(engine: engine, events: events,
                               configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
-                                                                  clock: clock.storageClock, authentication: authentication))
+                                                                  clock: clock.storageClock, authentication: authentication,
+                                                                  shard: try shard?(root)))
     }
 
     deinit {

@@ -41,6 +41,7 @@ public struct OpenAPIDescription {
         builder.addCacheOperations()
         builder.addCleanupOperations()
         builder.addService()
+        builder.addShardOperations()
         if jwt { builder.requireBearer() }
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,
@@ -252,7 +253,9 @@ public struct OpenAPIDescription {
         (409, "A constraint of the database refused the change."),
         (413, "The body, or a value in it, is too large."),
         (415, "The body is not application/json."),
+        (421, "Another shard owns this user's bucket, or the common space (misdirected_request); nothing was read or created."),
         (500, "The module or its data failed the call; nothing was changed."),
+        (502, "A shard this operation needed did not answer as it should (move_failed)."),
         (503, "The database is busy, or the server is stopping."),
         (507, "The memory the caches may use is spent (memory_full), or the database reached the size the operator allows (storage_full)."),
     ]

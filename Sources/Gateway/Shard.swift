@@ -1,0 +1,123 @@
+import Foundation
+import Synchronization
+
+/// One shard of a sharded deployment (`daogate serve --shard NAME --shard-map FILE`):
+/// which buckets it owns (the map, read at start and on `POST /shard/reload`),
+/// which of them are frozen for a move (writes refused with 503, reads go on),
+/// and the writes in flight per bucket, which a freeze waits for.
+///
+/// A freeze is kept on disk (`shard/frozen-N` in the data folder) until the
+/// bucket is archived or unfrozen, so a shard restarted in the middle of a
+/// move still refuses the bucket's writes: no write lands on a copy that is
+/// about to be left behind.
+public final class Shard: Sendable {
+    public let name: String
+    public let mapPath: String
+    /// The data folder (freeze markers, archives, imports in progress).
+    let dataDirectory: String
+
+    struct State {
+        var map: ShardMap
+        var frozen: Set<Int>
+        var writes: [Int: Int] = [:]
+    }
+
+    let state: Mutex<State>
+
+    public init(name: String, mapPath: String, dataDirectory: String) throws(ShardMapError) {
+        let map = try ShardMap(contentsOf: mapPath)
+        guard map.shards[name] != nil else {
+            throw ShardMapError("the shard map \(mapPath) has no shard named \(name) (it names \(map.shards.keys.sorted().joined(separator: ", ")))")
+        }
+        self.name = name
+        self.mapPath = mapPath
+        self.dataDirectory = dataDirectory
+        var frozen = Set<Int>()
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory + "/shard")) ?? []
+        where file.hasPrefix("frozen-") {
+            if let bucket = Int(file.dropFirst(7)) { frozen.insert(bucket) }
+        }
+        state = Mutex(State(map: map, frozen: frozen))
+    }
+
+    public var map: ShardMap { state.withLock { $0.map } }
+
+    /// Reads the map file again; the map's shard must still be named in it.
+    @discardableResult
+    public func reload() throws(ShardMapError) -> ShardMap {
+        let map = try ShardMap(contentsOf: mapPath)
+        guard map.shards[name] != nil else { throw ShardMapError("the shard map \(mapPath) no longer names shard \(name)") }
+        state.withLock { $0.map = map }
+        return map
+    }
+
+    /// What the shard does with a request for a bucket.
+    enum Admission: Equatable {
+        /// Served; a write is counted in flight until `finish`.
+        case admitted
+        /// Another shard owns the bucket (421).
+        case misdirected(owner: String, epoch: Int64)
+        /// A write to a bucket being moved (503).
+        case frozen
+    }
+
+    func admit(bucket: Int, write: Bool) -> Admission {
+        state.withLock { state in
+            guard state.map.owners[bucket] == name else {
+                return .misdirected(owner: state.map.owners[bucket], epoch: state.map.epoch)
+            }
+            guard write else { return .admitted }
+            if state.frozen.contains(bucket) { return .frozen }
+            state.writes[bucket, default: 0] += 1
+            return .admitted
+        }
+    }
+
+    /// The end of an admitted write.
+    func finish(bucket: Int) {
+        state.withLock { state in
+            state.writes[bucket, default: 1] -= 1
+            if state.writes[bucket] == 0 { state.writes[bucket] = nil }
+        }
+    }
+
+    /// Whether this shard serves the common space.
+    func admitCommon() -> Admission {
+        state.withLock { state in
+            state.map.common == name ? .admitted : .misdirected(owner: state.map.common, epoch: state.map.epoch)
+        }
+    }
+
+    private func markerPath(_ bucket: Int) -> String { dataDirectory + "/shard/frozen-\(bucket)" }
+
+    /// Freezes a bucket's writes (kept on disk) and waits until those in flight are done.
+    func freeze(_ bucket: Int, timeout: Duration) throws(Problem) {
+        do {
+            try FileManager.default.createDirectory(atPath: dataDirectory + "/shard", withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: markerPath(bucket), contents: Data()) else {
+                throw Problem(500, "storage_failed", "cannot write \(markerPath(bucket))")
+            }
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw Problem(500, "storage_failed", "cannot write \(markerPath(bucket)): \(error.localizedDescription)")
+        }
+        state.withLock { _ = $0.frozen.insert(bucket) }
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ $0.writes[bucket] ?? 0 }) > 0 {
+            guard ContinuousClock.now < deadline else {
+                throw Problem(503, "busy", "writes to bucket \(bucket) did not finish within \(timeout); the bucket stays frozen, try again")
+            }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+
+    /// Lets a bucket's writes in again (a move abandoned, or done).
+    func unfreeze(_ bucket: Int) {
+        try? FileManager.default.removeItem(atPath: markerPath(bucket))
+        state.withLock { _ = $0.frozen.remove(bucket) }
+    }
+
+    func isFrozen(_ bucket: Int) -> Bool { state.withLock { $0.frozen.contains(bucket) } }
+    var frozenBuckets: [Int] { state.withLock { $0.frozen.sorted() } }
+}

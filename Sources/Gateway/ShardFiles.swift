@@ -1,0 +1,51 @@
+import DAOEngine
+import DAOValue
+import Foundation
+
+/// Consistent copies of SQLite files while they serve, and their checked installation: what a bucket move and
+/// `daogate backup` are made of.
+public enum ShardFiles {
+    /// Copies a database as of one moment, with `VACUUM INTO` on a read-only connection of its own: a
+    /// snapshot of the last commit (WAL included), taken while others read and write. `destination` is
+    /// replaced if it exists; its folders are made.
+    public static func consistentCopy(of path: String, to destination: String, configuration: DatabaseConfiguration) throws {
+        let files = FileManager.default
+        try files.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        for suffix in ["", "-journal", "-wal", "-shm"] where files.fileExists(atPath: destination + suffix) {
+            try files.removeItem(atPath: destination + suffix)
+        }
+        let database = try Database(path: path, readOnly: true, configuration: configuration)
+        defer { database.close() }
+        let statement = try database.makeStatement("VACUUM INTO ?")
+        try statement.bind([.string(destination)])
+        _ = try statement.step()
+    }
+
+    /// `PRAGMA integrity_check` of a file: nil when it answers `ok`, else what it found.
+    public static func integrityProblem(of path: String, configuration: DatabaseConfiguration) throws -> String? {
+        let database = try Database(path: path, readOnly: true, configuration: configuration)
+        defer { database.close() }
+        let statement = try database.makeStatement("PRAGMA integrity_check")
+        var findings: [String] = []
+        while try statement.step() { findings.append(statement.string(at: 0)) }
+        return findings == ["ok"] ? nil : findings.prefix(5).joined(separator: "; ")
+    }
+
+    /// Writes a database's bytes to a staging file, checks them, and renames them over `path` (whose old
+    /// write-ahead log and shared memory go first): the file appears whole or not at all.
+    public static func install(_ bytes: [UInt8], at path: String, staging: String, configuration: DatabaseConfiguration) throws {
+        let files = FileManager.default
+        try files.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        let staged = staging + "/" + UUID().uuidString + ".db"
+        defer { try? files.removeItem(atPath: staged) }
+        try Data(bytes).write(to: URL(fileURLWithPath: staged))
+        if let problem = try integrityProblem(of: staged, configuration: configuration) {
+            throw ShardClientError("the copy of \((path as NSString).lastPathComponent) fails integrity_check: \(problem)")
+        }
+        try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        for suffix in ["-wal", "-shm", "-journal"] where files.fileExists(atPath: path + suffix) {
+            try files.removeItem(atPath: path + suffix)
+        }
+        guard rename(staged, path) == 0 else { throw ShardClientError("cannot rename the staged copy to \(path): errno \(errno)") }
+    }
+}

@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import DAOValue
+import Foundation
+import Gateway
+
+/// `daogate move-bucket`: moves one bucket of users from its shard to another while traffic runs.
+///
+/// 1. the target imports the bucket: it freezes it on the source (writes 503 `bucket_moving`, reads go on;
+///    the freeze is kept on the source's disk), fetches a consistent copy of each file (`VACUUM INTO`),
+///    checks each (`PRAGMA integrity_check`) and installs it;
+/// 2. the commit: the shard map is written with the bucket on the target and the epoch one higher (a rename:
+///    the map names one owner before and one after);
+/// 3. the target reads the map (it serves the bucket), HAProxy's map is updated on its runtime API (`set map`,
+///    no reload) and in its file, and the other shards read the map (the source answers 421 for the bucket);
+/// 4. every other shard that still has the bucket frozen removes its files (copies stay under `archive/`).
+///
+/// Interrupted before the commit, the source still owns the bucket (frozen until the move is run again, or
+/// `POST /shard/unfreeze`); after it, the target does. Running the same command again finishes either way.
+struct MoveBucket: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "move-bucket",
+        abstract: "Move one bucket of users to another shard, while traffic runs (see docs/scaling.md)."
+    )
+
+    @Argument(help: "The bucket (0 to the map's buckets - 1).")
+    var bucket: Int
+
+    @Option(help: "The shard to move it to.")
+    var to: String
+
+    @Option(help: "The shard map file (the shards' --shard-map).")
+    var shardMap: String
+
+    @Option(help: "A file holding the shards' admin token (DAOGATE_ADMIN_TOKEN_FILE; or the token itself in DAOGATE_ADMIN_TOKEN).")
+    var adminTokenFile: String?
+
+    @Option(help: "HAProxy's runtime API socket (a unix socket path): the map is updated there without a reload.")
+    var haproxySocket: String?
+
+    @Option(help: "HAProxy's buckets.map, as its configuration names it (from daogate haproxy-config).")
+    var haproxyMap: String?
+
+    func run() throws {
+        guard (haproxySocket == nil) == (haproxyMap == nil) else { throw ValidationError("--haproxy-socket and --haproxy-map go together") }
+        let token = try adminToken()
+        let started = ContinuousClock.now
+        var map = try readMap()
+        guard (0..<map.buckets).contains(bucket) else { throw ValidationError("the bucket must be in 0...\(map.buckets - 1)") }
+        guard let targetAddress = map.shards[to] else { throw ValidationError("the shard map has no shard \(to)") }
+        let target = ShardClient(address: targetAddress, token: token)
+        var summary: [String: Value] = ["bucket": .integer(Int64(bucket)), "to": .string(to)]
+        if map.owners[bucket] != to {
+            let source = map.owners[bucket]
+            summary["from"] = .string(source)
+            let imported = try target.json("POST", "/shard/import", ["bucket": .integer(Int64(bucket)), "from": .string(map.shards[source]!)])
+            summary["files"] = .integer(Int64(imported[member: "files"]?.arrayValue?.count ?? 0))
+            summary["bytes"] = imported[member: "bytes"] ?? 0
+            // The commit: only if nobody changed the map meanwhile.
+            let current = try readMap()
+            guard current == map else { throw ValidationError("the shard map changed during the move; nothing was committed, run it again") }
+            map.owners[bucket] = to
+            map.epoch += 1
+            do {
+                try map.write(to: shardMap)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
+        summary["epoch"] = .integer(map.epoch)
+        _ = try target.json("POST", "/shard/reload")
+        if let haproxySocket, let haproxyMap {
+            try Data(HAProxyConfiguration.bucketsMap(map).utf8).write(to: URL(fileURLWithPath: haproxyMap), options: .atomic)
+            try Self.haproxy(socket: haproxySocket, command: "set map \(haproxyMap) \(bucket) \(to)")
+        }
+        var pending: [String] = []
+        for (name, address) in map.shards.sorted(by: { $0.key < $1.key }) where name != to {
+            let shard = ShardClient(address: address, token: token)
+            do {
+                let status = try shard.json("POST", "/shard/reload")
+                if status[member: "frozen"]?.arrayValue?.contains(.integer(Int64(bucket))) == true {
+                    _ = try shard.json("POST", "/shard/archive", ["bucket": .integer(Int64(bucket))])
+                }
+            } catch {
+                printToStandardError("daogate: shard \(name): \(error); run the move again once it answers")
+                pending.append(name)
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        summary["seconds"] = .double(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        summary["pending"] = .array(pending.map { .string($0) })
+        var object = OrderedObject()
+        for key in summary.keys.sorted() { object[key] = summary[key] }
+        print(String(decoding: Value.object(object).jsonBytes(), as: UTF8.self))
+        if !pending.isEmpty { throw ExitCode(2) }
+    }
+
+    private func readMap() throws -> ShardMap {
+        do {
+            return try ShardMap(contentsOf: shardMap)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    private func adminToken() throws -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let adminTokenFile = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let data = FileManager.default.contents(atPath: adminTokenFile) else { throw ValidationError("cannot read \(adminTokenFile)") }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return environment["DAOGATE_ADMIN_TOKEN"]?.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// One command on HAProxy's runtime API; its answer must be empty (success) or it is an error.
+    static func haproxy(socket path: String, command: String) throws {
+        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw ValidationError("cannot make a unix socket") }
+        defer { close(socket) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw ValidationError("the socket path is too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw ValidationError("cannot connect to HAProxy's runtime API at \(path): errno \(errno)") }
+        let line = Array((command + "\n").utf8)
+        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw ValidationError("cannot write to \(path)") }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            answer += buffer[0..<count]
+        }
+        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.isEmpty else { throw ValidationError("HAProxy refused '\(command)': \(text)") }
+    }
+}

@@ -1,0 +1,146 @@
+import DAODialect
+import DAOEngine
+import DAOValue
+import Foundation
+import Gateway
+import HTTPTransport
+import Testing
+
+/// Issue 13's shard side in process: the bucket function, the map file, and a shard refusing (421) what it does
+/// not own without creating a file, and freezing a bucket's writes (503) while its reads go on.
+@Suite struct ShardTests {
+    /// zlib's `crc32` of each (Python's `zlib.crc32`), which HAProxy's `crc32` converter computes too.
+    @Test(arguments: [("123456789", UInt32(3_421_780_262)), ("u-0000", 4_272_147_722), ("ann", 3_877_663_347),
+                      ("a,b;c", 734_951_922), ("~!@#$%^&*()_+{}|:<>?", 1_009_383_837), ("", 0)])
+    func crc32IsZlibs(_ text: String, _ expected: UInt32) {
+        #expect(CRC32.checksum(text.utf8) == expected)
+        #expect(ShardMap.bucket(of: text, buckets: 4096) == Int(expected % 4096))
+    }
+
+    static let mapJSON = #"{"epoch": 3, "buckets": 2, "common": "b", "shards": {"a": "127.0.0.1:1", "b": "127.0.0.1:2"}, "ranges": [[0, 0, "a"], [1, 1, "b"]]}"#
+
+    @Test func theMapRoundTripsAndNamesOneOwnerPerBucket() throws {
+        let map = try ShardMap(json: Array(Self.mapJSON.utf8))
+        #expect(map.owners == ["a", "b"])
+        #expect(map.owner(of: "u-0000") == "a")
+        #expect(map.owner(of: "ann") == "b")
+        #expect(try ShardMap(json: map.json) == map)
+    }
+
+    @Test(arguments: [
+        (#"{"epoch": 1, "buckets": 2, "common": "a", "shards": {"a": "h:1"}, "ranges": [[0, 0, "a"]]}"#, "bucket 1 is in no range"),
+        (#"{"epoch": 1, "buckets": 2, "common": "a", "shards": {"a": "h:1"}, "ranges": [[0, 1, "a"], [1, 1, "a"]]}"#, "bucket 1 is in two ranges"),
+        (#"{"epoch": 1, "buckets": 2, "common": "a", "shards": {"a": "h:1"}, "ranges": [[0, 1, "z"]]}"#, "unknown shard z"),
+        (#"{"epoch": 1, "buckets": 2, "common": "z", "shards": {"a": "h:1"}, "ranges": [[0, 1, "a"]]}"#, "common names one of the shards"),
+        (#"{"epoch": 1, "buckets": 2, "common": "a", "shards": {"a b": "h:1"}, "ranges": [[0, 1, "a"]]}"#, "is not 1-64"),
+    ])
+    func aMalformedMapIsRefusedSayingWhy(_ json: String, _ expected: String) {
+        #expect {
+            _ = try ShardMap(json: Array(json.utf8))
+        } throws: { error in
+            (error as? ShardMapError)?.description.contains(expected) == true
+        }
+    }
+
+    static func shardFixture(_ name: String) throws -> GatewayFixture {
+        try GatewayFixture(shard: { root in
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let mapPath = root.appendingPathComponent("shards.json").path
+            try Data(Self.mapJSON.utf8).write(to: URL(fileURLWithPath: mapPath))
+            return try Shard(name: name, mapPath: mapPath, dataDirectory: root.path)
+        })
+    }
+
+    /// Shard a owns bucket 0 (u-0000) and not bucket 1 (ann), nor the common space (b's).
+    @Test func aShardAnswers421ForWhatItDoesNotOwnAndCreatesNoFile() throws {
+        let fixture = try Self.shardFixture("a")
+        let files = FileManager.default
+        let ann = [(Gateway.userHeader, "ann")]
+        let refusals = [
+            fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: ann),
+            fixture.send("GET", "/kv/user/biz/k", headers: ann),
+            fixture.send("POST", "/dao/Messages/unreadCount", headers: ann),
+            fixture.send("PUT", "/lru/disk/user/feed", #"{"capacity": 2}"#, headers: ann),
+            fixture.send("POST", "/storage/purge", headers: ann),
+            fixture.send("POST", "/dao/Demo/insertItem", #"["x"]"#),
+            fixture.send("PUT", "/kv/common/biz/k", #"{"value": 1}"#),
+            // A common transaction sent by its user's header: the shard checks the database it would run in.
+            fixture.send("POST", "/transaction", #"{"calls": [{"module": "Demo", "method": "insertItem", "arguments": ["x"]}]}"#,
+                         headers: [(Gateway.userHeader, "u-0000")]),
+            fixture.send("POST", "/transaction", #"{"calls": [{"module": "Messages", "method": "unreadCount"}]}"#, headers: ann),
+        ]
+        for reply in refusals {
+            #expect(reply.status == 421 && reply.code == "misdirected_request", "\(reply.text)")
+            #expect(reply.json[member: "epoch"] == 3)
+        }
+        #expect(refusals[0].json[member: "bucket"] == 1 && refusals[0].json[member: "shard"] == "b")
+        #expect(refusals[5].json[member: "shard"] == "b" && refusals[5].json[member: "bucket"] == nil)
+        #expect(!files.fileExists(atPath: fixture.root.appendingPathComponent("users").path))
+        #expect(!files.fileExists(atPath: fixture.root.appendingPathComponent("common.db").path))
+        // Its own user is served, and what reaches no storage is served to anyone.
+        let own = [(Gateway.userHeader, "u-0000")]
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: own).status == 200)
+        #expect(fixture.send("GET", "/healthz", headers: ann).status == 200)
+        #expect(fixture.send("GET", "/modules", headers: ann).status == 200)
+    }
+
+    @Test func theCommonShardServesTheCommonSpace() throws {
+        let fixture = try Self.shardFixture("b")
+        #expect(fixture.send("POST", "/dao/Demo/insertItem", #"["x"]"#).status == 200)
+        #expect(fixture.send("POST", "/transaction", #"{"calls": [{"module": "Demo", "method": "insertItem", "arguments": ["y"]}]}"#,
+                             headers: [(Gateway.userHeader, "u-0000"), ("X-Space", "common")]).status == 200)
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: [(Gateway.userHeader, "ann")]).status == 200)
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: [(Gateway.userHeader, "u-0000")]).status == 421)
+    }
+
+    /// A frozen bucket refuses writes with 503 and Retry-After, serves reads, and stays frozen across a restart.
+    @Test func aFrozenBucketRefusesWritesAndServesReads() throws {
+        let fixture = try Self.shardFixture("a")
+        let own = [(Gateway.userHeader, "u-0000")]
+        let admin = [("Authorization", "Bearer " + GatewayFixture.adminToken)]
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 7}"#, headers: own).status == 200)
+        #expect(fixture.send("POST", "/dao/Messages/insertMessage", #"{"model": {"time": 1, "content": "c", "uin": 1, "read": false}}"#, headers: own).status == 200)
+        let frozen = fixture.send("POST", "/shard/freeze", #"{"bucket": 0}"#, headers: admin)
+        #expect(frozen.status == 200 && frozen.json[member: "files"] == ["users/p-u-0000.db"], "\(frozen.text)")
+        let write = fixture.send("PUT", "/kv/user/biz/k", #"{"value": 8}"#, headers: own)
+        #expect(write.status == 503 && write.code == "bucket_moving" && write.header("Retry-After") == "1")
+        #expect(fixture.send("POST", "/dao/Messages/insertMessage", #"{"model": {"time": 2, "content": "d", "uin": 1, "read": false}}"#, headers: own).code == "bucket_moving")
+        #expect(fixture.send("GET", "/kv/user/biz/k", headers: own).json[member: "value"] == 7)
+        #expect(fixture.send("POST", "/dao/Messages/unreadCount", headers: own).json[member: "result"] == 1)
+        // The export is a consistent copy, and it checks.
+        let export = fixture.send("POST", "/shard/export", #"{"bucket": 0, "file": "users/p-u-0000.db"}"#, headers: admin)
+        #expect(export.status == 200 && export.response.body.starts(with: Array("SQLite format 3".utf8)))
+        #expect(fixture.send("POST", "/shard/export", #"{"bucket": 0, "file": "../common.db"}"#, headers: admin).status == 404)
+        // Kept on disk: a shard started again on the folder still refuses the writes.
+        let again = try Shard(name: "a", mapPath: fixture.root.appendingPathComponent("shards.json").path, dataDirectory: fixture.root.path)
+        #expect(fixture.gateway.configuration.shard?.map == again.map)
+        #expect(fixture.send("GET", "/shard", headers: admin).json[member: "frozen"] == [0])
+        // Archive is refused while the map still gives the bucket to this shard.
+        #expect(fixture.send("POST", "/shard/archive", #"{"bucket": 0}"#, headers: admin).code == "bucket_owned")
+        #expect(fixture.send("POST", "/shard/unfreeze", #"{"bucket": 0}"#, headers: admin).status == 200)
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 8}"#, headers: own).status == 200)
+    }
+
+    @Test func aServerThatIsNoShardHasNoShardOperations() throws {
+        let fixture = try GatewayFixture()
+        let reply = fixture.send("GET", "/shard", headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)])
+        #expect(reply.status == 404 && reply.code == "not_a_shard")
+        #expect(fixture.send("GET", "/shard").status == 401)
+    }
+
+    @Test func theHAProxyConfigurationRoutesCommonModulesToTheCommonShard() throws {
+        let (modules, errors) = ModuleLoader.loadDirectory(GatewayFixture.modulesDirectory)
+        #expect(errors.isEmpty)
+        let map = try ShardMap(json: Array(Self.mapJSON.utf8))
+        let generator = HAProxyConfiguration(map: map, modules: modules, listen: "127.0.0.1:8080", user: .header,
+                                             directory: "/etc/haproxy/d", runtimeSocket: "/run/h.sock")
+        let files = Dictionary(uniqueKeysWithValues: generator.files.map { ($0.name, $0.content) })
+        let prefixes = try #require(files["common-prefixes.lst"]).split(separator: "\n")
+        #expect(prefixes.contains("/dao/Demo/") && prefixes.contains("/kv/common/"))
+        #expect(!prefixes.contains("/dao/Messages/"))
+        #expect(files["buckets.map"]?.hasSuffix("0 a\n1 b\n") == true)
+        let configuration = try #require(files["haproxy.cfg"])
+        #expect(configuration.contains("req.fhdr(x-user-id)"))
+        #expect(configuration.contains("use_backend %[var(txn.user),crc32,mod(2),map_int(/etc/haproxy/d/buckets.map,b)]"))
+    }
+}

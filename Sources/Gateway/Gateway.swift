@@ -39,23 +39,10 @@ public struct GatewayConfiguration: Sendable {
 }
 
 /// The HTTP API of daogate: every DAO method a `POST` endpoint, plus
-/// transactions, introspection, proxy operations, health and the OpenAPI
-/// description. Routing and error mapping live here, apart from the socket,
-/// so they are tested in-process.
-///
-/// | route | what |
-/// |---|---|
-/// | `POST /dao/{module}/{method}` | call a method |
-/// | `POST /transaction` | several calls in one transaction |
-/// | `GET /modules`, `GET /modules/{module}` | introspection |
-/// | `GET /modules/{module}/last-insert-rowid` | the last insert rowid |
-/// | `DELETE /modules/{module}/table` | delete the table |
-/// | `POST /modules/{module}/tables/delete` | delete tables matching a pattern |
-/// | `POST /modules/{module}/vacuum` | vacuum the database |
-/// | `GET`/`PUT /modules/{module}/globals` | global arguments (admin) |
-/// | `GET /events` | table events |
-/// | `GET /metrics` | counters (admin; or on the metrics address, `metricsResponder`) |
-/// | `GET /healthz`, `GET /openapi.json` | health, description |
+/// transactions, introspection, proxy operations, the key-value store, the
+/// caches, health and the OpenAPI description. The routes are declared once,
+/// in `Gateway.routes` (Gateway+Routes.swift); routing and error mapping live
+/// here, apart from the socket, so they are tested in-process.
 public final class Gateway: HTTPResponder {
     public let engine: Engine
     public let configuration: GatewayConfiguration

@@ -77,6 +77,13 @@ extension OpenAPIDescription {
     }
     static var cacheParameter: Parameter { Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema)) }
 
+    /// What a cache route's description says of its kind and space: the kind's name, whether it is the memory
+    /// kind, the tag, the operation ids' suffix and the space's parameters.
+    func cacheWords(_ kind: Gateway.CacheKind, _ space: StorageSpace)
+        -> (kind: String, isMemory: Bool, tag: String, suffix: String, parameters: [Parameter]) {
+        (kind.rawValue, kind == .memory, kind == .memory ? "memoryCache" : "diskCache", Self.suffix(space), spaceParameters(space))
+    }
+
     /// `/kv/{space}/{business}/{key}`.
     func kvEntryPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let business = Parameter(OpenAPI.Parameter.path(name: "business", schema: Self.businessSchema))
@@ -139,11 +146,8 @@ extension OpenAPIDescription {
     /// `/lru/{kind}/{space}`.
     func cacheListPaths(_ template: RouteTemplate) -> [DescribedPath] {
         perKindAndSpace(template) { cacheKind, space in
-            let kind = cacheKind.rawValue
-            let tag = cacheKind == .memory ? "memoryCache" : "diskCache"
-            let info = JSONSchema.reference(.component(named: cacheKind == .memory ? "MemoryCacheInfo" : "DiskCacheInfo"))
-            let suffix = Self.suffix(space)
-            let parameters = spaceParameters(space)
+            let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
             return OpenAPI.PathItem(get: OpenAPI.Operation(
                 tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
                 parameters: parameters,
@@ -157,13 +161,9 @@ extension OpenAPIDescription {
         let name = Self.cacheParameter
         let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
         return perKindAndSpace(template) { cacheKind, space in
-            let kind = cacheKind.rawValue
-            let isMemory = cacheKind == .memory
-            let tag = cacheKind == .memory ? "memoryCache" : "diskCache"
-            let info = JSONSchema.reference(.component(named: cacheKind == .memory ? "MemoryCacheInfo" : "DiskCacheInfo"))
-            let what = cacheKind == .memory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
-            let suffix = Self.suffix(space)
-            let parameters = spaceParameters(space)
+            let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
+            let what = isMemory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
             var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
             if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
             return OpenAPI.PathItem(
@@ -193,10 +193,7 @@ extension OpenAPIDescription {
         let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
         let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
         return perKindAndSpace(template) { cacheKind, space in
-            let isMemory = cacheKind == .memory
-            let tag = cacheKind == .memory ? "memoryCache" : "diskCache"
-            let suffix = Self.suffix(space)
-            let parameters = spaceParameters(space)
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             return OpenAPI.PathItem(
                 parameters: [name, key],
                 get: OpenAPI.Operation(
@@ -224,10 +221,7 @@ extension OpenAPIDescription {
         let name = Self.cacheParameter
         let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
         return perKindAndSpace(template) { cacheKind, space in
-            let isMemory = cacheKind == .memory
-            let tag = cacheKind == .memory ? "memoryCache" : "diskCache"
-            let suffix = Self.suffix(space)
-            let parameters = spaceParameters(space)
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             return OpenAPI.PathItem(
                 parameters: [name],
                 post: OpenAPI.Operation(
@@ -252,10 +246,7 @@ extension OpenAPIDescription {
         let name = Self.cacheParameter
         let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
         return perKindAndSpace(template) { cacheKind, space in
-            let isMemory = cacheKind == .memory
-            let tag = cacheKind == .memory ? "memoryCache" : "diskCache"
-            let suffix = Self.suffix(space)
-            let parameters = spaceParameters(space)
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             let ways: [JSONSchema] = isMemory
                 ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
                    .object(properties: ["prefix": .string], additionalProperties: .init(false)),

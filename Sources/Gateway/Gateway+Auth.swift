@@ -46,15 +46,6 @@ extension Gateway {
         return codes
     }()
 
-    /// The routes answered without a token in jwt mode: they reach no storage.
-    static func isPublic(_ parts: [String]) -> Bool {
-        switch parts.first {
-        case "healthz", "openapi.json", "metrics": parts.count == 1
-        case "modules": parts.count == 1
-        default: false
-        }
-    }
-
     /// In jwt mode, the caller's user from their token: the token's user claim,
     /// which a sent `X-User-Id` must equal; the static admin token acts as
     /// an admin and may name a user with `X-User-Id`.

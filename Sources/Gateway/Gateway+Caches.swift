@@ -21,54 +21,34 @@ import HTTPTransport
 /// | `GET /lru/memory/{space}/{cache}/exists/{key}` | whether a key is there, without touching recency |
 /// | `GET /lru/memory/{space}/{cache}/peek?count=N&from=head\|tail` | entries without touching recency |
 extension Gateway {
-    enum CacheKind: String {
+    enum CacheKind: String, CaseIterable {
         case memory
         case disk
     }
 
-    func cacheRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        let parts = Array(parts)
-        guard parts.count >= 2, let kind = CacheKind(rawValue: parts[0]) else {
-            throw Problem(404, "not_found", "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
-        }
-        let location = try storageLocation(space: parts[1], request)
-        guard parts.count >= 3 else {
-            try allow(request, ["GET", "HEAD"])
-            return try storage { json(["caches": .array(try cacheList(kind, location))]) }
-        }
-        let name = parts[2]
-        do {
-            try Names.checkCacheName(name)
-        } catch {
-            throw Problem(error)
-        }
-        let rest = parts.dropFirst(3)
-        switch rest.first {
-        case nil:
-            return try cacheItself(request, kind, name, location)
-        case "entries" where rest.count == 1:
-            try allow(request, ["POST", "DELETE"])
-            if request.method == "DELETE" {
-                return try storage { json(["removed": .integer(Int64(try removeAll(kind, name, location)))]) }
-            }
-            return try batchAdd(request, kind, name, location)
-        case "entries":
-            return try entry(request, kind, name, location, key: rest.count == 2 ? rest[rest.startIndex + 1] : rest.dropFirst().joined(separator: "/"), encoding)
-        case "remove" where rest.count == 1:
-            try allow(request, ["POST"])
-            return try remove(request, kind, name, location)
-        case "exists" where kind == .memory && rest.count >= 2:
-            try allow(request, ["GET", "HEAD"])
-            let key = rest.dropFirst().joined(separator: "/")
-            return try storage {
-                try Names.checkKey(key)
-                return json(["exists": .bool(try memoryCaches.cache(name, in: location).exists(key, now: clock.now()))])
-            }
-        case "peek" where kind == .memory && rest.count == 1:
-            try allow(request, ["GET", "HEAD"])
-            return try peek(request, name, location, encoding)
-        default:
-            throw Problem(404, "not_found", "no cache route \(request.path.prefix(200)); see GET /openapi.json")
+    /// The cache a call names, where: its kind, name and location (the caller's, from the headers).
+    private func cacheScope(_ call: RouteCall) throws(Problem) -> (kind: CacheKind, name: String, location: StorageLocation) {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return (call.parameters.kind, call.parameters.cache, location)
+    }
+
+    /// `GET /lru/{kind}/{space}`: the space's caches.
+    func cacheList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return try storage { json(["caches": .array(try cacheList(call.parameters.kind, location))]) }
+    }
+
+    /// `DELETE /lru/{kind}/{space}/{cache}/entries`.
+    func removeAllEntries(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        return try storage { json(["removed": .integer(Int64(try removeAll(kind, name, location)))]) }
+    }
+
+    /// `GET /lru/memory/{space}/{cache}/exists/{key}`: without touching recency.
+    func cacheEntryExists(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return try storage {
+            json(["exists": .bool(try memoryCaches.cache(call.parameters.cache, in: location).exists(call.parameters.key, now: clock.now()))])
         }
     }
 
@@ -90,113 +70,117 @@ extension Gateway {
          "encrypted": .bool(info.encrypted)]
     }
 
-    private func cacheItself(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
-                             _ location: StorageLocation) throws(Problem) -> HTTPResponse {
-        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
-        switch request.method {
-        case "PUT":
-            let body = try bodyObject(request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted"],
-                                      example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false}"#)
-            // JSON Schema counts 10.0 as an integer, so daogate does too.
-            let size: Int
-            switch body["capacity"] {
-            case .integer(let capacity)?: size = Int(capacity)
-            case .double(let capacity)? where Int(exactly: capacity) != nil: size = Int(capacity)
-            default: throw Problem(400, "invalid_value", "capacity is a positive integer")
+    /// `PUT /lru/{kind}/{space}/{cache}`: create or resize.
+    func createCache(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let body = try bodyObject(call.request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted"],
+                                  example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false}"#)
+        // JSON Schema counts 10.0 as an integer, so daogate does too.
+        let size: Int
+        switch body["capacity"] {
+        case .integer(let capacity)?: size = Int(capacity)
+        case .double(let capacity)? where Int(exactly: capacity) != nil: size = Int(capacity)
+        default: throw Problem(400, "invalid_value", "capacity is a positive integer")
+        }
+        let encrypted = try flag(body["encrypted"], "encrypted")
+        return try storage {
+            switch kind {
+            case .memory:
+                let (cache, created, evicted) = try memoryCaches.create(name, in: location, capacity: size)
+                let info = cache.info
+                return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
+                             "created": .bool(created), "evicted": .integer(Int64(evicted))])
+            case .disk:
+                let (info, created, evicted) = try diskCaches.create(name, in: location, capacity: size, encrypted: encrypted)
+                guard case .object(var members) = Self.diskInfo(info) else { return json(.null) }
+                members["created"] = .bool(created)
+                members["evicted"] = .integer(Int64(evicted))
+                return json(.object(members))
             }
-            let encrypted = try flag(body["encrypted"], "encrypted")
-            return try storage {
-                switch kind {
-                case .memory:
-                    let (cache, created, evicted) = try memoryCaches.create(name, in: location, capacity: size)
-                    let info = cache.info
-                    return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
-                                 "created": .bool(created), "evicted": .integer(Int64(evicted))])
-                case .disk:
-                    let (info, created, evicted) = try diskCaches.create(name, in: location, capacity: size, encrypted: encrypted)
-                    guard case .object(var members) = Self.diskInfo(info) else { return json(.null) }
-                    members["created"] = .bool(created)
-                    members["evicted"] = .integer(Int64(evicted))
-                    return json(.object(members))
-                }
+        }
+    }
+
+    /// `DELETE /lru/{kind}/{space}/{cache}`.
+    func deleteCache(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        return try storage {
+            let deleted = switch kind {
+            case .memory: memoryCaches.delete(name, in: location)
+            case .disk: try diskCaches.delete(name, in: location)
             }
-        case "DELETE":
-            return try storage {
-                let deleted = switch kind {
-                case .memory: memoryCaches.delete(name, in: location)
-                case .disk: try diskCaches.delete(name, in: location)
-                }
-                return json(["deleted": .bool(deleted)])
-            }
-        default:
-            return try storage {
-                switch kind {
-                case .memory:
-                    let info = try memoryCaches.cache(name, in: location).info
-                    return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count))])
-                case .disk:
-                    return json(Self.diskInfo(try diskCaches.info(name, in: location)))
-                }
+            return json(["deleted": .bool(deleted)])
+        }
+    }
+
+    /// `GET /lru/{kind}/{space}/{cache}`: its capacity and count.
+    func cacheInfo(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        return try storage {
+            switch kind {
+            case .memory:
+                let info = try memoryCaches.cache(name, in: location).info
+                return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count))])
+            case .disk:
+                return json(Self.diskInfo(try diskCaches.info(name, in: location)))
             }
         }
     }
 
     // MARK: Entries
 
-    private func entry(_ request: HTTPRequest, _ kind: CacheKind, _ name: String, _ location: StorageLocation,
-                       key: String, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
-        switch request.method {
-        case "PUT":
-            let body = try bodyObject(request, allowed: ["value", "expire"], example: #"{"value": …, "expire": 1767225600}"#)
-            guard let value = body["value"] else { throw Problem(400, "invalid_body", "the body needs a value (null removes the key)") }
-            let expire = try expiry(body["expire"])
-            return try storage {
-                let evicted = switch kind {
-                case .memory:
-                    try memoryPut(name, location, key, value, expire)
-                case .disk:
-                    try diskCaches.set(name, in: location, key: key, value: value, expire: expire)
-                }
-                return json(["ok": true, "evicted": .integer(Int64(evicted))])
+    /// `PUT /lru/{kind}/{space}/{cache}/entries/{key}`.
+    func setCacheEntry(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let key = call.parameters.key
+        let body = try bodyObject(call.request, allowed: ["value", "expire"], example: #"{"value": …, "expire": 1767225600}"#)
+        guard let value = body["value"] else { throw Problem(400, "invalid_body", "the body needs a value (null removes the key)") }
+        let expire = try expiry(body["expire"])
+        return try storage {
+            let evicted = switch kind {
+            case .memory:
+                try memoryCaches.cache(name, in: location).set(key, value, expire: expire, now: clock.now())
+            case .disk:
+                try diskCaches.set(name, in: location, key: key, value: value, expire: expire)
             }
-        case "DELETE":
-            return try storage {
-                let removed = switch kind {
-                case .memory: try memoryCache(name, location, key: key).remove(key)
-                case .disk: try diskCaches.remove(name, in: location, key: key)
-                }
-                return json(["deleted": .bool(removed)])
-            }
-        default:
-            return try storage {
-                let value = switch kind {
-                case .memory: try memoryCache(name, location, key: key).get(key, now: clock.now())
-                case .disk: try diskCaches.get(name, in: location, key: key)
-                }
-                guard let value else { throw StorageError(.keyNotFound, "no entry under '\(key.prefix(200))' (or it expired)") }
-                var body = Array(#"{"value":"#.utf8)
-                body.reserveCapacity(64)
-                value.writeJSON(to: &body, options: encoding)
-                body.append(UInt8(ascii: "}"))
-                return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
-            }
+            return json(["ok": true, "evicted": .integer(Int64(evicted))])
         }
     }
 
-    /// The memory cache of a call on one key, the key checked.
-    private func memoryCache(_ name: String, _ location: StorageLocation, key: String) throws -> MemoryCache {
-        try Names.checkKey(key)
-        return try memoryCaches.cache(name, in: location)
+    /// `DELETE /lru/{kind}/{space}/{cache}/entries/{key}`.
+    func removeCacheEntry(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let key = call.parameters.key
+        return try storage {
+            let removed = switch kind {
+            case .memory: try memoryCaches.cache(name, in: location).remove(key)
+            case .disk: try diskCaches.remove(name, in: location, key: key)
+            }
+            return json(["deleted": .bool(removed)])
+        }
     }
 
-    private func memoryPut(_ name: String, _ location: StorageLocation, _ key: String, _ value: Value, _ expire: Double) throws -> Int {
-        try memoryCache(name, location, key: key).set(key, value, expire: expire, now: clock.now())
+    /// `GET /lru/{kind}/{space}/{cache}/entries/{key}`: the value (touches recency).
+    func cacheEntry(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let key = call.parameters.key
+        return try storage {
+            let value = switch kind {
+            case .memory: try memoryCaches.cache(name, in: location).get(key, now: clock.now())
+            case .disk: try diskCaches.get(name, in: location, key: key)
+            }
+            guard let value else { throw StorageError(.keyNotFound, "no entry under '\(key.prefix(200))' (or it expired)") }
+            var body = Array(#"{"value":"#.utf8)
+            body.reserveCapacity(64)
+            value.writeJSON(to: &body, options: call.encoding)
+            body.append(UInt8(ascii: "}"))
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        }
     }
 
-    private func batchAdd(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
-                          _ location: StorageLocation) throws(Problem) -> HTTPResponse {
-        let body = try bodyObject(request, allowed: ["entries"], example: #"{"entries": {"key": value, …}}"#)
+    /// `POST /lru/{kind}/{space}/{cache}/entries`: batch add.
+    func addEntries(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let body = try bodyObject(call.request, allowed: ["entries"], example: #"{"entries": {"key": value, …}}"#)
         guard case .object(let members)? = body["entries"] else {
             throw Problem(400, "invalid_body", "entries is an object of key → value")
         }
@@ -221,8 +205,10 @@ extension Gateway {
         }
     }
 
-    private func remove(_ request: HTTPRequest, _ kind: CacheKind, _ name: String,
-                        _ location: StorageLocation) throws(Problem) -> HTTPResponse {
+    /// `POST /lru/{kind}/{space}/{cache}/remove`: by keys, or memory: a prefix, suffix or regex; disk: LIKE.
+    func removeEntries(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (kind, name, location) = try cacheScope(call)
+        let request = call.request
         let ways = kind == .memory ? ["keys", "prefix", "suffix", "regex", "all"] : ["keys", "like", "escape", "all"]
         let body = try bodyObject(request, allowed: ways, example: kind == .memory ? #"{"prefix": "news/"}"# : #"{"like": "news/%"}"#)
         let chosen = body.keys.filter { $0 != "escape" }
@@ -281,8 +267,10 @@ extension Gateway {
         return json(["removed": .integer(Int64(removed))])
     }
 
-    private func peek(_ request: HTTPRequest, _ name: String, _ location: StorageLocation,
-                      _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    /// `GET /lru/memory/{space}/{cache}/peek`: entries without touching recency.
+    func peek(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        let request = call.request, name = call.parameters.cache, encoding = call.encoding
         var count = 10
         if let text = request.queryValue("count") {
             guard let number = Int(text), (1...10_000).contains(number) else {

@@ -17,49 +17,50 @@ import HTTPTransport
 /// the storage `X-Storage` names. The key is the rest of the path, so it may
 /// hold `/`.
 extension Gateway {
-    func kvRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        guard parts.count >= 2 else {
-            throw Problem(404, "not_found", "the key-value routes are /kv/{space}/{business}[/{key}]")
-        }
-        let location = try storageLocation(space: parts[parts.startIndex], request)
-        let business = parts[parts.startIndex + 1]
-        if parts.count == 2 {
-            try allow(request, ["GET", "HEAD", "DELETE"])
-            return try storage {
-                if request.method == "DELETE" {
-                    return json(["deleted": .integer(Int64(try kv.removeBusiness(business, in: location)))])
-                }
-                let keys = try kv.keys(business, prefix: request.queryValue("prefix"), in: location)
-                return json(["keys": .array(keys.map { key in
-                    ["key": .string(key.key), "type": .string(key.type.rawValue), "encrypted": .bool(key.encrypted),
-                     "purgeable": .bool(key.purgeable), "updated": .double(key.updated)]
-                })], encoding)
-            }
-        }
-        let key = parts.count == 3 ? parts[parts.startIndex + 2] : parts.dropFirst(2).joined(separator: "/")
-        try allow(request, ["GET", "HEAD", "PUT", "DELETE"])
-        switch request.method {
-        case "GET", "HEAD":
-            return try kvGet(request, business, key, location, encoding)
-        case "PUT":
-            let members = try bodyObject(request, allowed: ["value", "type", "encrypted", "purgeable"],
-                                         example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
-            guard let value = members["value"] else { throw Problem(400, "invalid_body", "the body needs a value") }
-            let type = try kvType(members["type"], "type")
-            let encrypted = try flag(members["encrypted"], "encrypted")
-            let purgeable = try flag(members["purgeable"], "purgeable")
-            return try storage {
-                let entry = try kv.set(business, key, value: value, type: type, encrypted: encrypted, purgeable: purgeable, in: location)
-                return Self.kvResponse(entry, isDefault: false, encoding)
-            }
-        default:  // DELETE
-            return try storage { json(["deleted": .bool(try kv.remove(business, key, in: location))]) }
+    /// `GET /kv/{space}/{business}`: the business's keys.
+    func kvList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return try storage {
+            let keys = try kv.keys(call.parameters.business, prefix: call.request.queryValue("prefix"), in: location)
+            return json(["keys": .array(keys.map { key in
+                ["key": .string(key.key), "type": .string(key.type.rawValue), "encrypted": .bool(key.encrypted),
+                 "purgeable": .bool(key.purgeable), "updated": .double(key.updated)]
+            })], call.encoding)
         }
     }
 
+    /// `DELETE /kv/{space}/{business}`: every entry of the business.
+    func kvDeleteBusiness(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return try storage { json(["deleted": .integer(Int64(try kv.removeBusiness(call.parameters.business, in: location)))]) }
+    }
+
+    /// `PUT /kv/{space}/{business}/{key}`.
+    func kvPut(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        let members = try bodyObject(call.request, allowed: ["value", "type", "encrypted", "purgeable"],
+                                     example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
+        guard let value = members["value"] else { throw Problem(400, "invalid_body", "the body needs a value") }
+        let type = try kvType(members["type"], "type")
+        let encrypted = try flag(members["encrypted"], "encrypted")
+        let purgeable = try flag(members["purgeable"], "purgeable")
+        return try storage {
+            let entry = try kv.set(call.parameters.business, call.parameters.key, value: value, type: type,
+                                   encrypted: encrypted, purgeable: purgeable, in: location)
+            return Self.kvResponse(entry, isDefault: false, call.encoding)
+        }
+    }
+
+    /// `DELETE /kv/{space}/{business}/{key}`.
+    func kvDelete(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let location = try storageLocation(space: call.parameters.space, call.request)
+        return try storage { json(["deleted": .bool(try kv.remove(call.parameters.business, call.parameters.key, in: location))]) }
+    }
+
     /// `GET /kv/{space}/{business}/{key}`, the hot route of the store.
-    private func kvGet(_ request: HTTPRequest, _ business: String, _ key: String, _ location: StorageLocation,
-                       _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    func kvGet(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request, business = call.parameters.business, key = call.parameters.key, encoding = call.encoding
+        let location = try storageLocation(space: call.parameters.space, request)
         var requested: KVType?
         var fallback: Value?
         if !request.query.isEmpty {
@@ -116,18 +117,16 @@ extension Gateway {
 
     /// The database of `{space}` for the caller: `common`, or `user` (their own).
     /// The headers are checked whenever sent, as for DAO calls; the user id once.
-    func storageLocation(space: String, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
+    func storageLocation(space: StorageSpace, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
         let caller = try caller(request)
         switch space {
-        case "common":
+        case .common:
             return .common(storage: caller.storage)
-        case "user":
+        case .user:
             guard let user = caller.user else {
                 throw Problem(EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)"))
             }
             return .user(user, storage: caller.storage)
-        default:
-            throw Problem(404, "not_found", "the space is common or user, not '\(space.prefix(40))'")
         }
     }
 

@@ -18,76 +18,112 @@ extension Gateway {
         })]
     }
 
-    func moduleRoute(_ request: HTTPRequest, module name: String, rest: [String],
-                     _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    /// The module a `/modules/{module}/…` call names (404 `unknown_module`), the caller's context, and
+    /// `X-Table-Name`, checked whenever sent, as the description says, and confined to the module's own
+    /// tables (the engine). A proxy operation (all but the description) is an admin's on an admin-only module.
+    private func moduleScope(_ call: RouteCall, proxy: Bool = true) throws(Problem) -> (Module, CallContext, table: String?) {
+        let name = call.parameters.module
         guard let module = engine.modules[name] else {
             throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
         }
-        let context = try context(request)
-        if !rest.isEmpty { try authorizeAccess(module: name, method: nil, request) }
-        // Checked whenever sent, as the description says, and confined to the module's own tables (the engine).
-        let table = try self.header(request, Self.tableHeader)
+        let context = try context(call.request)
+        if proxy { try authorizeAccess(module: name, method: nil, call.request) }
+        let table = try self.header(call.request, Self.tableHeader)
         if let table, let problem = tableNameProblem(table) {
             throw Problem(400, "invalid_table", "table '\(table.prefix(80))': \(problem)")
         }
+        return (module, context, table)
+    }
+
+    /// Runs an engine operation; its errors become problems.
+    private func engineCall<T>(_ body: () throws -> T) throws(Problem) -> T {
         do {
-            switch rest {
-            case []:
-                try allow(request, ["GET", "HEAD"])
-                return json(try describe(module, context: context, table: table), encoding)
-            case ["last-insert-rowid"]:
-                try allow(request, ["GET", "HEAD"])
-                return json(["lastInsertRowId": .integer(try engine.lastInsertRowID(module: name, context: context))], encoding)
-            case ["table"]:
-                try allow(request, ["DELETE"])
-                try authorizeChange(of: module, context: context, request)
-                let existed = try engine.deleteTable(module: name, table: table, context: context)
-                return json(["deleted": .bool(existed), "table": .string(try engine.tableName(of: module, requested: table))])
-            case ["tables", "delete"]:
-                try allow(request, ["POST"])
-                try authorizeChange(of: module, context: context, request)
-                let example = #"{"pattern": "chat_\\d+", "vacuum": false}"#
-                let body = try bodyObject(request, allowed: ["pattern", "vacuum"], example: example)
-                guard case .string(let pattern)? = body["pattern"] else {
-                    throw Problem(400, "invalid_body", "the pattern is a string: \(example)")
-                }
-                var vacuum = false
-                switch body["vacuum"] {
-                case nil, .null?: break
-                case .bool(let flag)?: vacuum = flag
-                default: throw Problem(400, "invalid_body", "vacuum must be true or false")
-                }
-                var progress: [Value] = []
-                let deleted = try engine.deleteTables(module: name, matching: pattern, vacuum: vacuum, context: context) {
-                    progress.append(.double($0))
-                }
-                return json(["deleted": .array(deleted.tables.map(Value.string)), "vacuumed": .bool(deleted.vacuumed),
-                             "progress": .array(progress)])
-            case ["vacuum"]:
-                try allow(request, ["POST"])
-                try authorizeChange(of: module, context: context, request)
-                try engine.vacuum(module: name, context: context)
-                return json(["ok": true])
-            case ["globals"]:
-                try allow(request, ["GET", "PUT"])
-                try authorizeAdmin(request)
-                if request.method == "PUT" {
-                    guard case .object(let values) = try jsonBody(request) else {
-                        throw Problem(400, "invalid_body", "the global arguments are a JSON object of name → value")
-                    }
-                    if let unknown = values.keys.first(where: { !module.globals.contains($0) }) {
-                        throw Problem(400, "invalid_body", "module \(name) declares no global argument '\(unknown.prefix(40))' (globals: \(module.globals.joined(separator: ", ")))")
-                    }
-                    try engine.setGlobalArguments(Dictionary(uniqueKeysWithValues: values.map { ($0.key, $0.value) }), module: name)
-                }
-                let globals = engine.globalArguments(module: name)
-                return json(.object(OrderedObject(uniqueKeysWithValues: globals.sorted { $0.key < $1.key })), encoding)
-            default:
-                throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
-            }
+            return try body()
         } catch {
             throw Problem(thrown: error)
         }
+    }
+
+    /// `GET /modules/{module}`.
+    func describeModule(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, context, table) = try moduleScope(call, proxy: false)
+        return json(try engineCall { try describe(module, context: context, table: table) }, call.encoding)
+    }
+
+    /// `GET /modules/{module}/last-insert-rowid`.
+    func lastInsertRowID(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, context, _) = try moduleScope(call)
+        return json(["lastInsertRowId": .integer(try engineCall { try engine.lastInsertRowID(module: module.name, context: context) })],
+                    call.encoding)
+    }
+
+    /// `DELETE /modules/{module}/table`.
+    func deleteTable(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, context, table) = try moduleScope(call)
+        try authorizeChange(of: module, context: context, call.request)
+        return try engineCall {
+            let existed = try engine.deleteTable(module: module.name, table: table, context: context)
+            return json(["deleted": .bool(existed), "table": .string(try engine.tableName(of: module, requested: table))])
+        }
+    }
+
+    /// `POST /modules/{module}/tables/delete`: the tables matching a pattern.
+    func deleteTables(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, context, _) = try moduleScope(call)
+        try authorizeChange(of: module, context: context, call.request)
+        let example = #"{"pattern": "chat_\\d+", "vacuum": false}"#
+        let body = try bodyObject(call.request, allowed: ["pattern", "vacuum"], example: example)
+        guard case .string(let pattern)? = body["pattern"] else {
+            throw Problem(400, "invalid_body", "the pattern is a string: \(example)")
+        }
+        var vacuum = false
+        switch body["vacuum"] {
+        case nil, .null?: break
+        case .bool(let flag)?: vacuum = flag
+        default: throw Problem(400, "invalid_body", "vacuum must be true or false")
+        }
+        var progress: [Value] = []
+        let deleted = try engineCall {
+            try engine.deleteTables(module: module.name, matching: pattern, vacuum: vacuum, context: context) {
+                progress.append(.double($0))
+            }
+        }
+        return json(["deleted": .array(deleted.tables.map(Value.string)), "vacuumed": .bool(deleted.vacuumed),
+                     "progress": .array(progress)])
+    }
+
+    /// `POST /modules/{module}/vacuum`.
+    func vacuum(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, context, _) = try moduleScope(call)
+        try authorizeChange(of: module, context: context, call.request)
+        try engineCall { try engine.vacuum(module: module.name, context: context) }
+        return json(["ok": true])
+    }
+
+    /// `GET /modules/{module}/globals` (admin).
+    func globals(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, _, _) = try moduleScope(call)
+        try authorizeAdmin(call.request)
+        return globalsResponse(module, call.encoding)
+    }
+
+    /// `PUT /modules/{module}/globals` (admin): replaces them, only names the module declares.
+    func setGlobals(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let (module, _, _) = try moduleScope(call)
+        try authorizeAdmin(call.request)
+        guard case .object(let values) = try jsonBody(call.request) else {
+            throw Problem(400, "invalid_body", "the global arguments are a JSON object of name → value")
+        }
+        if let unknown = values.keys.first(where: { !module.globals.contains($0) }) {
+            throw Problem(400, "invalid_body", "module \(module.name) declares no global argument '\(unknown.prefix(40))' (globals: \(module.globals.joined(separator: ", ")))")
+        }
+        try engineCall { try engine.setGlobalArguments(Dictionary(uniqueKeysWithValues: values.map { ($0.key, $0.value) }), module: module.name) }
+        return globalsResponse(module, call.encoding)
+    }
+
+    private func globalsResponse(_ module: Module, _ encoding: JSONWriteOptions) -> HTTPResponse {
+        let globals = engine.globalArguments(module: module.name)
+        return json(.object(OrderedObject(uniqueKeysWithValues: globals.sorted { $0.key < $1.key })), encoding)
     }
 
     /// `GET /modules/{module}`: its methods with arguments and result types,

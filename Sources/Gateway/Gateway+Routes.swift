@@ -1,189 +1,121 @@
-import DAOStorage
 import HTTPTransport
 
-/// The paths of the API, declared once, and how a request's path is read.
+/// The routes of the API, declared once: the router matches a request against this table, checks each path
+/// parameter once (`RouteParameters`), answers 405 with `Allow` from the methods declared here, and calls the
+/// handler; the OpenAPI document's paths are built from the same entries (`OpenAPIDescription.document`), so a
+/// route cannot be served undescribed nor described and not served (`RouteTableTests` holds them equal).
 ///
-/// The transport hands over the path exactly as sent, still percent-encoded.
-/// The router splits it on the raw `/` and decodes each segment by itself, so
-/// an encoded `/` (`%2F`) stays inside its segment and an encoded NUL cannot
-/// end the path early. A segment that is not percent-encoded UTF-8 free of
-/// control characters is a 400 `invalid_path`; a path no template fits is a
-/// 404; each parameter is then checked by its kind (`PathParameter.check`)
-/// before any route runs. The tests send every byte in every parameter of
-/// every template here, so a route added to the table is covered.
+/// How a request is answered: its path is split on the raw `/` and each segment decoded by itself, so an
+/// encoded `/` (`%2F`) stays inside its segment and an encoded NUL cannot end the path early (a segment that
+/// is not percent-encoded UTF-8 free of control characters is a 400 `invalid_path`); the first template it
+/// fits is its route (none: 404); each parameter is read by its kind (a business, cache name or key that is
+/// not one is a 400 `invalid_name`, a space or kind that is none a 404); in jwt mode a route that is not
+/// `public` checks the token; a method the route does not take is a 405 with `Allow`; then the handler
+/// runs with the parameters typed (`call.parameters.space` is a `StorageSpace`, `.key` a checked key).
+///
+/// Adding a route is one entry here:
+///
+///     Route("/things/{space}/{key}", describedBy: { $0.thingPaths($1) })
+///         .get { try $0.readThing($1) }       // GET and HEAD
+///         .put { try $0.writeThing($1) },
+///
+/// - the handler, `func readThing(_ call: RouteCall) throws(Problem) -> HTTPResponse`, in the feature's
+///   `Gateway+Feature.swift`; it reads `call.request`, `call.encoding` and `call.parameters`;
+/// - the describer, `func thingPaths(_ template: RouteTemplate) -> [DescribedPath]`, in an
+///   `OpenAPIDescription` extension: `one(template, item)` for a plain path, `perSpace` / `perKindAndSpace`
+///   where the document writes `{space}` / `{kind}` out; its path item has exactly the route's methods;
+/// - a new kind of path parameter: a case of `PathParameter`, read and checked in `RouteParameters.read`.
+///
+/// The tests find a new route by themselves: PathByteTests sends every byte in each of its parameters,
+/// AuthIsolationTests probes it with every method in jwt mode, RouteTableTests compares it with the document.
 extension Gateway {
-    /// Every path the API answers; `{key}` takes the rest of the path, `/` included.
-    public static let routeTemplates: [RouteTemplate] = [
-        "/dao/{module}/{method}",
-        "/transaction",
-        "/modules",
-        "/modules/{module}",
-        "/modules/{module}/last-insert-rowid",
-        "/modules/{module}/table",
-        "/modules/{module}/tables/delete",
-        "/modules/{module}/vacuum",
-        "/modules/{module}/globals",
-        "/kv/{space}/{business}",
-        "/kv/{space}/{business}/{key}",
-        "/lru/{kind}/{space}",
-        "/lru/{kind}/{space}/{cache}",
-        "/lru/{kind}/{space}/{cache}/entries",
-        "/lru/{kind}/{space}/{cache}/entries/{key}",
-        "/lru/{kind}/{space}/{cache}/remove",
-        "/lru/memory/{space}/{cache}/exists/{key}",
-        "/lru/memory/{space}/{cache}/peek",
-        "/storage/purge",
-        "/storage/reset",
-        "/storage/usage",
-        "/storages",
-        "/healthz",
-        "/openapi.json",
-        "/events",
-        "/metrics",
-        "/shard",
-        "/shard/reload",
-        "/shard/freeze",
-        "/shard/unfreeze",
-        "/shard/export",
-        "/shard/import",
-        "/shard/archive",
+    public static let routes: [Route] = [
+        Route("/dao/{module}/{method}", describedBy: { $0.daoPaths($1) })
+            .post { try $0.call($1.request, module: $1.parameters.module, method: $1.parameters.method, $1.encoding) },
+        Route("/transaction", describedBy: { $0.transactionPaths($1) })
+            .post { try $0.transaction($1.request, $1.encoding) },
+
+        Route("/modules", public: true, describedBy: { $0.listModulesPaths($1) })
+            .get { gateway, _ in gateway.json(gateway.modules()) },
+        Route("/modules/{module}", describedBy: { $0.describeModulePaths($1) })
+            .get { try $0.describeModule($1) },
+        Route("/modules/{module}/last-insert-rowid", describedBy: { $0.lastInsertRowIDPaths($1) })
+            .get { try $0.lastInsertRowID($1) },
+        Route("/modules/{module}/table", describedBy: { $0.deleteTablePaths($1) })
+            .delete { try $0.deleteTable($1) },
+        Route("/modules/{module}/tables/delete", describedBy: { $0.deleteTablesPaths($1) })
+            .post { try $0.deleteTables($1) },
+        Route("/modules/{module}/vacuum", describedBy: { $0.vacuumPaths($1) })
+            .post { try $0.vacuum($1) },
+        Route("/modules/{module}/globals", describedBy: { $0.globalsPaths($1) })
+            .get(head: false) { try $0.globals($1) }
+            .put { try $0.setGlobals($1) },
+
+        Route("/kv/{space}/{business}", describedBy: { $0.kvBusinessPaths($1) })
+            .get { try $0.kvList($1) }
+            .delete { try $0.kvDeleteBusiness($1) },
+        Route("/kv/{space}/{business}/{key}", describedBy: { $0.kvEntryPaths($1) })
+            .get { try $0.kvGet($1) }
+            .put { try $0.kvPut($1) }
+            .delete { try $0.kvDelete($1) },
+
+        Route("/lru/{kind}/{space}", describedBy: { $0.cacheListPaths($1) })
+            .get { try $0.cacheList($1) },
+        Route("/lru/{kind}/{space}/{cache}", describedBy: { $0.cachePaths($1) })
+            .get { try $0.cacheInfo($1) }
+            .put { try $0.createCache($1) }
+            .delete { try $0.deleteCache($1) },
+        Route("/lru/{kind}/{space}/{cache}/entries", describedBy: { $0.cacheEntriesPaths($1) })
+            .post { try $0.addEntries($1) }
+            .delete { try $0.removeAllEntries($1) },
+        Route("/lru/{kind}/{space}/{cache}/entries/{key}", describedBy: { $0.cacheEntryPaths($1) })
+            .get { try $0.cacheEntry($1) }
+            .put { try $0.setCacheEntry($1) }
+            .delete { try $0.removeCacheEntry($1) },
+        Route("/lru/{kind}/{space}/{cache}/remove", describedBy: { $0.cacheRemovePaths($1) })
+            .post { try $0.removeEntries($1) },
+        Route("/lru/memory/{space}/{cache}/exists/{key}", describedBy: { $0.cacheExistsPaths($1) })
+            .get { try $0.cacheEntryExists($1) },
+        Route("/lru/memory/{space}/{cache}/peek", describedBy: { $0.cachePeekPaths($1) })
+            .get { try $0.peek($1) },
+
+        Route("/storage/purge", describedBy: { $0.purgePaths($1) })
+            .post { try $0.purgeStorage($1) },
+        Route("/storage/reset", describedBy: { $0.resetPaths($1) })
+            .post { try $0.resetStorage($1) },
+        Route("/storage/usage", describedBy: { $0.usagePaths($1) })
+            .get { try $0.usage($1) },
+        Route("/storages", describedBy: { $0.storagesPaths($1) })
+            .get { try $0.storages($1) },
+
+        Route("/healthz", public: true, describedBy: { $0.healthPaths($1) })
+            .get { gateway, _ in gateway.health() },
+        Route("/openapi.json", public: true, describedBy: { $0.openAPIPaths($1) })
+            .get { gateway, _ in gateway.openAPIResponse() },
+        Route("/events", describedBy: { $0.eventsPaths($1) })
+            .get { try $0.eventSummary($1) },
+        Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })
+            .get { try $0.metrics($1) },
+
+        // A shard's admin operations (`serve --shard`; elsewhere 404 not_a_shard).
+        Route("/shard", describedBy: { $0.shardPaths($1) })
+            .get { try $0.shardRoute($1.request, []) },
+        Route("/shard/reload", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["reload"]) },
+        Route("/shard/freeze", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["freeze"]) },
+        Route("/shard/unfreeze", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["unfreeze"]) },
+        Route("/shard/export", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["export"]) },
+        Route("/shard/import", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["import"]) },
+        Route("/shard/archive", describedBy: { $0.shardPaths($1) })
+            .post { try $0.shardRoute($1.request, ["archive"]) },
     ]
 
-    /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
-    static func pathSegments(_ path: String) throws(Problem) -> [String] {
-        var path = path
-        // Split on the byte, not on Characters: "/" followed by a combining
-        // mark or an emoji modifier is one Character, and must still split.
-        let segments = path.withUTF8 { bytes -> Result<[String], Problem> in
-            guard bytes.first == UInt8(ascii: "/") else { return .success([]) }
-            var segments: [String] = []
-            var start = 1
-            for index in 1...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
-                switch decodeSegment(UnsafeBufferPointer(rebasing: bytes[start..<index])) {
-                case .success(let segment): segments.append(segment)
-                case .failure(let problem): return .failure(problem)
-                }
-                start = index + 1
-            }
-            return .success(segments)
-        }
-        return try segments.get()
-    }
+    /// Every path template the API answers, in the table's order.
+    public static let routeTemplates: [RouteTemplate] = routes.map(\.template)
 
-    /// The templates by their first segment, a literal in each.
-    private static let templatesByFirstSegment: [String: [RouteTemplate]] = Dictionary(
-        grouping: routeTemplates, by: { template in
-            guard case .literal(let first)? = template.segments.first else { preconditionFailure("\(template) starts with a parameter") }
-            return first
-        })
-
-    /// The template the segments fit, its parameters checked; 404 when none fits.
-    static func matchRoute(_ segments: [String], _ request: HTTPRequest) throws(Problem) -> RouteTemplate {
-        for template in templatesByFirstSegment[segments.first ?? ""] ?? [] where template.fits(segments) {
-            for (index, segment) in template.segments.enumerated() {
-                guard case .parameter(let parameter) = segment else { continue }
-                let rest = parameter == .key && index < segments.count - 1
-                try parameter.check(rest ? segments[index...].joined(separator: "/") : segments[index])
-            }
-            return template
-        }
-        throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
-    }
-
-    /// One segment, percent-decoded: UTF-8 without control characters, or a 400.
-    private static func decodeSegment(_ raw: UnsafeBufferPointer<UInt8>) -> Result<String, Problem> {
-        // The common case: printable ASCII with nothing to decode.
-        if raw.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") }) {
-            return .success(String(decoding: raw, as: UTF8.self))
-        }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(raw.count)
-        var index = 0
-        while index < raw.count {
-            guard raw[index] == UInt8(ascii: "%") else {
-                decoded.append(raw[index])
-                index += 1
-                continue
-            }
-            guard index + 2 < raw.count, let high = hexValue(raw[index + 1]), let low = hexValue(raw[index + 2]) else {
-                return .failure(Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
-            }
-            decoded.append(high << 4 | low)
-            index += 3
-        }
-        if let control = decoded.first(where: { $0 < 0x20 || $0 == 0x7F }) {
-            let hex = String(control, radix: 16, uppercase: true)
-            return .failure(Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
-        }
-        guard let text = String(validating: decoded, as: UTF8.self) else {
-            return .failure(Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8"))
-        }
-        return .success(text)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-}
-
-/// A path parameter: what kind of name its segment holds.
-public enum PathParameter: String, CaseIterable, Sendable {
-    case module, method, space, kind, business, cache, key
-
-    /// Refuses a value the parameter does not take: a business, cache name or
-    /// key that is not one is a 400 `invalid_name`. A module, method, space or
-    /// kind that names nothing is the route's own 404.
-    func check(_ value: String) throws(Problem) {
-        do {
-            switch self {
-            case .business: try Names.checkBusiness(value)
-            case .cache: try Names.checkCacheName(value)
-            case .key: try Names.checkKey(value)
-            case .module, .method, .space, .kind: break
-            }
-        } catch {
-            throw Problem(error)
-        }
-    }
-}
-
-/// A route's path: literal segments and `{parameter}`s; a `{key}` is the last and takes the rest of the path.
-public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
-    public enum Segment: Sendable, Equatable {
-        case literal(String)
-        case parameter(PathParameter)
-    }
-
-    public let segments: [Segment]
-    public let description: String
-
-    public init(stringLiteral path: String) {
-        description = path
-        segments = path.split(separator: "/").map { part in
-            guard part.hasPrefix("{"), part.hasSuffix("}") else { return .literal(String(part)) }
-            guard let parameter = PathParameter(rawValue: String(part.dropFirst().dropLast())) else {
-                preconditionFailure("unknown path parameter \(part) in \(path)")
-            }
-            return .parameter(parameter)
-        }
-    }
-
-    /// Whether the decoded segments fit the template: its literals where they stand, as many segments (or more,
-    /// for a `{key}`, which takes the rest).
-    func fits(_ parts: [String]) -> Bool {
-        if segments.last == .parameter(.key) {
-            guard parts.count >= segments.count else { return false }
-        } else {
-            guard parts.count == segments.count else { return false }
-        }
-        for (index, segment) in segments.enumerated() {
-            if case .literal(let literal) = segment, parts[index] != literal { return false }
-        }
-        return true
-    }
+    static let router = Router(routes)
 }

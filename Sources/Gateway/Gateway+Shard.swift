@@ -42,7 +42,7 @@ extension Gateway {
     /// a 503 `bucket_moving` with `Retry-After`. A transaction is checked by its first call's database (`admitTransaction`).
     func admitToShard(_ caller: Caller, _ request: HTTPRequest) throws(Problem) {
         guard let shard = configuration.shard, let ticket = Self.shardTicket, !ticket.checked else { return }
-        guard let parts = try? Self.pathSegments(request.path) else { return }
+        guard let parts = try? Router.pathSegments(request.path) else { return }
         try admit(shardSpace(parts, request, caller), write: isWrite(parts, request), shard, ticket)
     }
 
@@ -136,7 +136,6 @@ extension Gateway {
     /// | `POST /shard/archive` | `{"bucket"}`: once the map gives the bucket away, remove its files here (their copies stay in `archive/`) |
     func shardRoute(_ request: HTTPRequest, _ rest: ArraySlice<String>) throws(Problem) -> HTTPResponse {
         let operation = rest.first ?? ""
-        try allow(request, operation.isEmpty ? ["GET", "HEAD"] : ["POST"])
         try authorizeAdmin(request)
         guard let shard = configuration.shard else {
             throw Problem(404, "not_a_shard", "this server runs without --shard; it has no shard operations")

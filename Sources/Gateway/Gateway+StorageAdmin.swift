@@ -17,30 +17,33 @@ import HTTPTransport
 /// caller may do to their own; without, on the whole storage, which needs
 /// the admin token.
 extension Gateway {
-    func storageAdminRoute(_ request: HTTPRequest, _ parts: ArraySlice<String>) throws(Problem) -> HTTPResponse {
-        guard parts.count == 1 else { throw Problem(404, "not_found", "the storage routes are /storage/purge, /storage/reset and /storage/usage") }
-        if parts[parts.startIndex] == "usage" { return try usageRoute(request) }
-        try allow(request, ["POST"])
+    /// The caller of a purge or reset: their own database with `X-User-Id`; else the whole storage, the admin's.
+    private func cleanupCaller(_ request: HTTPRequest) throws(Problem) -> Caller {
         let caller = try caller(request)
         if caller.user == nil { try authorizeAdmin(request) }
-        switch parts[parts.startIndex] {
-        case "purge":
-            return json(try storage { try purge(storage: caller.storage, user: caller.user).value })
-        case "reset":
-            return try storage {
-                let report = try engine.resetStorage(caller.storage, user: caller.user)
-                let caches = memoryCaches.drop(storage: caller.storage, user: caller.user)
-                return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
-                             "memoryCaches": .integer(Int64(caches))])
-            }
-        default:
-            throw Problem(404, "not_found", "the storage routes are /storage/purge, /storage/reset and /storage/usage")
+        return caller
+    }
+
+    /// `POST /storage/purge`.
+    func purgeStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let caller = try cleanupCaller(call.request)
+        return json(try storage { try purge(storage: caller.storage, user: caller.user).value })
+    }
+
+    /// `POST /storage/reset`.
+    func resetStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let caller = try cleanupCaller(call.request)
+        return try storage {
+            let report = try engine.resetStorage(caller.storage, user: caller.user)
+            let caches = memoryCaches.drop(storage: caller.storage, user: caller.user)
+            return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
+                         "memoryCaches": .integer(Int64(caches))])
         }
     }
 
-    /// Every user's databases (of every storage; with `X-User-Id`, that user's only), largest first, and the cap.
-    func usageRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try allow(request, ["GET", "HEAD"])
+    /// `GET /storage/usage`: every user's databases (of every storage; with `X-User-Id`, that user's only), largest first, and the cap.
+    func usage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request
         try authorizeAdmin(request)
         let only = try caller(request).user
         var databases: [Value] = []
@@ -55,9 +58,9 @@ extension Gateway {
                      "databases": .array(databases)])
     }
 
-    func storagesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        try allow(request, ["GET", "HEAD"])
-        try authorizeAdmin(request)
+    /// `GET /storages`.
+    func storages(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        try authorizeAdmin(call.request)
         return json(["storages": .array(engine.customStorages().map(Value.string)),
                      "currentVersion": .string(Engine.currentVersionStorage)])
     }

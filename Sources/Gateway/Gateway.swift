@@ -42,23 +42,10 @@ public struct GatewayConfiguration: Sendable {
 }
 
 /// The HTTP API of daogate: every DAO method a `POST` endpoint, plus
-/// transactions, introspection, proxy operations, health and the OpenAPI
-/// description. Routing and error mapping live here, apart from the socket,
-/// so they are tested in-process.
-///
-/// | route | what |
-/// |---|---|
-/// | `POST /dao/{module}/{method}` | call a method |
-/// | `POST /transaction` | several calls in one transaction |
-/// | `GET /modules`, `GET /modules/{module}` | introspection |
-/// | `GET /modules/{module}/last-insert-rowid` | the last insert rowid |
-/// | `DELETE /modules/{module}/table` | delete the table |
-/// | `POST /modules/{module}/tables/delete` | delete tables matching a pattern |
-/// | `POST /modules/{module}/vacuum` | vacuum the database |
-/// | `GET`/`PUT /modules/{module}/globals` | global arguments (admin) |
-/// | `GET /events` | table events |
-/// | `GET /metrics` | counters (admin; or on the metrics address, `metricsResponder`) |
-/// | `GET /healthz`, `GET /openapi.json` | health, description |
+/// transactions, introspection, proxy operations, the key-value store, the
+/// caches, health and the OpenAPI description. The routes are declared once,
+/// in `Gateway.routes` (Gateway+Routes.swift); routing and error mapping live
+/// here, apart from the socket, so they are tested in-process.
 public final class Gateway: HTTPResponder {
     public let engine: Engine
     public let configuration: GatewayConfiguration
@@ -147,59 +134,46 @@ public final class Gateway: HTTPResponder {
 
     // MARK: Routing
 
+    /// The route of the request (`Gateway.routes`), its parameters checked once; in jwt mode the token,
+    /// unless the route is public; the method (405 with `Allow`); then the route's handler.
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
-        let parts = try Self.pathSegments(request.path)
-        _ = try Self.matchRoute(parts, request)
+        let (route, parameters) = try Self.router.match(request)
         // In jwt mode, no route reaching storage reads anything before the token is checked.
-        if case .jwt = configuration.authentication, !Self.isPublic(parts) { _ = try caller(request) }
-        switch (request.method, parts.first ?? "") {
-        case (_, "dao") where parts.count == 3:
-            try allow(request, ["POST"])
-            return try call(request, module: parts[1], method: parts[2], encoding)
-        case (_, "transaction") where parts.count == 1:
-            try allow(request, ["POST"])
-            return try transaction(request, encoding)
-        case (_, "modules") where parts.count == 1:
-            try allow(request, ["GET", "HEAD"])
-            return json(modules())
-        case (_, "modules") where parts.count >= 2:
-            return try moduleRoute(request, module: parts[1], rest: Array(parts.dropFirst(2)), encoding)
-        case (_, "kv"):
-            return try kvRoute(request, parts.dropFirst(), encoding)
-        case (_, "lru"):
-            return try cacheRoute(request, parts.dropFirst(), encoding)
-        case (_, "storage"):
-            return try storageAdminRoute(request, parts.dropFirst())
-        case (_, "storages") where parts.count == 1:
-            return try storagesRoute(request)
-        case (_, "shard"):
-            return try shardRoute(request, parts.dropFirst())
-        case (_, "healthz") where parts.count == 1:
-            try allow(request, ["GET", "HEAD"])
-            return json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])
-        case (_, "openapi.json") where parts.count == 1:
-            try allow(request, ["GET", "HEAD"])
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
-        case (_, "events") where parts.count == 1:
-            try allow(request, ["GET", "HEAD"])
-            // The admin sees every storage's events; anyone else shared storages' and their own.
-            let caller = try caller(request)
-            var everything = caller.isAdmin
-            if case .trustedHeader = configuration.authentication, try header(request, "Authorization") != nil {
-                try authorizeAdmin(request)
-                everything = true
-            }
-            return json(events.summary(user: caller.user, everything: everything))
-        case (_, "metrics") where parts.count == 1:
-            guard !configuration.separateMetrics else {
-                throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")
-            }
-            try allow(request, ["GET", "HEAD"])
+        if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(request) }
+        return try route.answer(self, RouteCall(request: request, encoding: encoding, parameters: parameters))
+    }
+
+    // MARK: Service routes
+
+    /// `GET /healthz`.
+    func health() -> HTTPResponse {
+        json(["status": "ok", "modules": .integer(Int64(engine.modules.count))])
+    }
+
+    /// `GET /openapi.json`, made once at start.
+    func openAPIResponse() -> HTTPResponse {
+        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
+    }
+
+    /// `GET /events`: the admin sees every storage's events; anyone else shared storages' and their own.
+    func eventSummary(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request
+        let caller = try caller(request)
+        var everything = caller.isAdmin
+        if case .trustedHeader = configuration.authentication, try header(request, "Authorization") != nil {
             try authorizeAdmin(request)
-            return metricsResponse()
-        default:
-            throw Problem(404, "not_found", "no route for \(request.method) \(request.path.prefix(200)); see GET /openapi.json")
+            everything = true
         }
+        return json(events.summary(user: caller.user, everything: everything))
+    }
+
+    /// `GET /metrics`: the admin's, unless served on the metrics address.
+    func metrics(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        guard !configuration.separateMetrics else {
+            throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")
+        }
+        try authorizeAdmin(call.request)
+        return metricsResponse()
     }
 
     /// The Prometheus exposition of the counters.
@@ -218,7 +192,8 @@ public final class Gateway: HTTPResponder {
         MetricsResponder(gateway: self, requiresAdmin: requiresAdmin)
     }
 
-    /// Refuses a method the route does not take (405, with `Allow`).
+    /// Refuses a method the metrics address does not take (405, with `Allow`); the API's routes take theirs
+    /// from the table (`Route.handler`).
     func allow(_ request: HTTPRequest, _ methods: [String]) throws(Problem) {
         guard !methods.contains(request.method) else { return }
         var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")

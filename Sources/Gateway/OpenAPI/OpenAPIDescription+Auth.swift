@@ -3,7 +3,8 @@ import OpenAPIKit
 /// The description of `--auth jwt`: the bearer (JWT) scheme on every operation
 /// that reaches storage, the admin requirement where an admin's token is needed.
 extension OpenAPIDescription {
-    mutating func requireBearer() {
+    /// `publicPaths`: those of the routes answered without a token (`Route.isPublic`).
+    mutating func requireBearer(publicPaths: Set<OpenAPI.Path>) {
         let bearer: OpenAPI.SecurityRequirement = [.component(named: "bearer"): []]
         let admin: OpenAPI.SecurityRequirement = [.component(named: "admin"): []]
         components.securitySchemes["bearer"] = .init(OpenAPI.SecurityScheme(
@@ -26,7 +27,7 @@ extension OpenAPIDescription {
         }
         for (path, item) in paths {
             guard case .b(var pathItem) = item else { continue }
-            let isPublic = Gateway.isPublic(path.components)
+            let isPublic = publicPaths.contains(path)
             for endpoint in pathItem.endpoints {
                 var operation = endpoint.operation
                 if isPublic {

@@ -5,7 +5,8 @@ import OpenAPIKit
 /// The routes beside the methods: transactions, introspection, the proxy
 /// operations, and the service's own.
 extension OpenAPIDescription {
-    mutating func addTransaction() {
+    /// `/transaction`.
+    func transactionPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let call = JSONSchema.object(
             properties: [
                 "module": .string(allowedValues: modules.map { .init($0.name) }),
@@ -31,26 +32,41 @@ extension OpenAPIDescription {
                 required: true),
             responses: responses(.object(properties: ["results": .array(items: result)], additionalProperties: .init(false)),
                                  errors: [400, 404, 409, 413, 415, 500, 503]))
-        paths["/transaction"] = .init(OpenAPI.PathItem(post: operation))
+        return one(template, OpenAPI.PathItem(post: operation))
     }
 
-    mutating func addIntrospectionAndProxyOperations() {
-        let module = OpenAPI.Parameter.path(name: "module", schema: .string(allowedValues: modules.map { .init($0.name) }))
-        let user = OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
-                                            description: "The caller's user, for a user-dependent module.")
-        let table = OpenAPI.Parameter.header(name: "X-Table-Name", required: false, schema: Self.tableSchema,
-                                             description: "The table of a template module (for another module, its own table or nothing); never a table of another module.")
-        let storage: Either<OpenAPI.Reference<OpenAPI.Parameter>, OpenAPI.Parameter> = .reference(.component(named: "Storage"))
-        let adminOrOwner = "On a user's own database the caller may do this; on a shared one it needs the admin token."
+    /// The `{module}` parameter: one of the modules.
+    var modulePathParameter: OpenAPI.Parameter {
+        .path(name: "module", schema: .string(allowedValues: modules.map { .init($0.name) }))
+    }
+    static var moduleUserHeader: OpenAPI.Parameter {
+        .header(name: "X-User-Id", required: false, schema: Self.userSchema,
+                description: "The caller's user, for a user-dependent module.")
+    }
+    static var moduleTableHeader: OpenAPI.Parameter {
+        .header(name: "X-Table-Name", required: false, schema: Self.tableSchema,
+                description: "The table of a template module (for another module, its own table or nothing); never a table of another module.")
+    }
+    static var storageParameter: Parameter { .reference(.component(named: "Storage")) }
+    static let adminOrOwner = "On a user's own database the caller may do this; on a shared one it needs the admin token."
 
-        paths["/modules"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+    /// `/modules`.
+    func listModulesPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "List the modules", operationId: "listModules",
             responses: responses(.object(properties: ["modules": .array(items: .object(
                 properties: ["name": .string, "table": .string(nullable: true), "version": .string,
                              "userDependent": .boolean, "methods": .array(items: .string)],
                 additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [])))
         )
+    }
 
+    /// `/modules/{module}`.
+    func describeModulePaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
+        let user = Self.moduleUserHeader
+        let table = Self.moduleTableHeader
+        let storage = Self.storageParameter
         let argument = JSONSchema.object(
             properties: ["name": .string, "required": .boolean, "type": .string(nullable: true)], additionalProperties: .init(false))
         let methodSchema = JSONSchema.object(
@@ -59,7 +75,7 @@ extension OpenAPIDescription {
                          "foreach": .string(required: false), "documentation": .string(required: false)],
             additionalProperties: .init(false))
         let tableVersion = JSONSchema.object(properties: ["table": .string, "version": .string(nullable: true)], additionalProperties: .init(false))
-        paths["/modules/{module}"] = .init(OpenAPI.PathItem(parameters: [.init(module)], get: OpenAPI.Operation(
+        return one(template, OpenAPI.PathItem(parameters: [.init(module)], get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Describe a module",
             description: "Its methods with arguments and result types, its table and version, and in the caller's storage the stored version (`storedVersion`; for a template module with X-Table-Name) and a template module's tables.",
             operationId: "describeModule",
@@ -73,14 +89,30 @@ extension OpenAPIDescription {
                              "methods": .array(items: methodSchema)],
                 additionalProperties: .init(false)), errors: [400, 404, 500, 503])))
         )
-        paths["/modules/{module}/last-insert-rowid"] = .init(OpenAPI.PathItem(parameters: [.init(module)], get: OpenAPI.Operation(
+    }
+
+    /// `/modules/{module}/last-insert-rowid`.
+    func lastInsertRowIDPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
+        let user = Self.moduleUserHeader
+        let storage = Self.storageParameter
+        return one(template, OpenAPI.PathItem(parameters: [.init(module)], get: OpenAPI.Operation(
             tags: ["daogate"], summary: "The last insert rowid of the module's database",
             description: "The rowid of the last row inserted by the last write in the module's database (APDAOProtocol's lastInsertRowId); a call's own result has its own.",
             operationId: "lastInsertRowId", parameters: [.init(user), storage],
             responses: responses(.object(properties: ["lastInsertRowId": .integer(format: .int64)], additionalProperties: .init(false)),
                                  errors: [400, 404, 500, 503])))
         )
-        paths["/modules/{module}/table"] = .init(OpenAPI.PathItem(parameters: [.init(module)], delete: OpenAPI.Operation(
+    }
+
+    /// `/modules/{module}/table`.
+    func deleteTablePaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
+        let user = Self.moduleUserHeader
+        let table = Self.moduleTableHeader
+        let storage = Self.storageParameter
+        let adminOrOwner = Self.adminOrOwner
+        return one(template, OpenAPI.PathItem(parameters: [.init(module)], delete: OpenAPI.Operation(
             tags: ["daogate"], summary: "Delete the module's table",
             description: "Drops the table (APDAOProtocol's deleteTable); the module's next call creates it again. \(adminOrOwner)",
             operationId: "deleteTable", parameters: [.init(user), .init(table), storage],
@@ -88,7 +120,15 @@ extension OpenAPIDescription {
                                  errors: [400, 401, 403, 404, 500, 503]),
             security: [[.component(named: "admin"): []], [:]]))
         )
-        paths["/modules/{module}/tables/delete"] = .init(OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
+    }
+
+    /// `/modules/{module}/tables/delete`.
+    func deleteTablesPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
+        let user = Self.moduleUserHeader
+        let storage = Self.storageParameter
+        let adminOrOwner = Self.adminOrOwner
+        return one(template, OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Delete the module's tables matching a pattern",
             description: "Drops the tables the module created whose whole name matches a regular expression (deleteTablesWithRegex; RE2 syntax, the Perl/ICU syntax less back-references, lookaround, atomic groups and possessive quantifiers; matched in linear time), optionally followed by VACUUM. \(adminOrOwner)",
             operationId: "deleteTables", parameters: [.init(user), storage],
@@ -101,7 +141,15 @@ extension OpenAPIDescription {
                                  errors: [400, 401, 403, 404, 413, 415, 500, 503]),
             security: [[.component(named: "admin"): []], [:]]))
         )
-        paths["/modules/{module}/vacuum"] = .init(OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
+    }
+
+    /// `/modules/{module}/vacuum`.
+    func vacuumPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
+        let user = Self.moduleUserHeader
+        let storage = Self.storageParameter
+        let adminOrOwner = Self.adminOrOwner
+        return one(template, OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Vacuum the module's database",
             description: "Rebuilds the database file (vacuumDatabase). \(adminOrOwner)",
             operationId: "vacuum", parameters: [.init(user), storage],
@@ -109,8 +157,13 @@ extension OpenAPIDescription {
                                  errors: [400, 401, 403, 404, 500, 503]),
             security: [[.component(named: "admin"): []], [:]]))
         )
+    }
+
+    /// `/modules/{module}/globals`.
+    func globalsPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let module = modulePathParameter
         let globals = JSONSchema.object(additionalProperties: .init(true))
-        paths["/modules/{module}/globals"] = .init(OpenAPI.PathItem(
+        return one(template, OpenAPI.PathItem(
             parameters: [.init(module)],
             get: OpenAPI.Operation(
                 tags: ["daogate"], summary: "The module's global arguments", operationId: "getGlobals",
@@ -124,21 +177,30 @@ extension OpenAPIDescription {
         )
     }
 
-    mutating func addService() {
-        paths["/healthz"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+    /// `/healthz`.
+    func healthPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Health", operationId: "health",
             responses: responses(.object(properties: ["status": .string(allowedValues: ["ok"]), "modules": .integer(format: .int64)],
                                          additionalProperties: .init(false)), errors: [])))
         )
-        paths["/openapi.json"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+    }
+
+    /// `/openapi.json`.
+    func openAPIPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "This description", operationId: "openAPI",
             responses: responses(.object(additionalProperties: .init(true)), errors: [])))
         )
+    }
+
+    /// `/events`.
+    func eventsPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let event = JSONSchema.object(
             properties: ["kind": .string, "module": .string, "table": .string, "location": .string, "time": .string(format: .dateTime),
                          "fromVersion": .string(required: false), "toVersion": .string(required: false), "error": .string(required: false)],
             additionalProperties: .init(false))
-        paths["/events"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+        return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Table events",
             description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage.",
             operationId: "events",
@@ -148,10 +210,14 @@ extension OpenAPIDescription {
                                                       "recent": .array(items: event)], additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []], [:]]))
         )
+    }
+
+    /// `/metrics`.
+    func metricsPaths(_ template: RouteTemplate) -> [DescribedPath] {
         var metricsResponses = responses(.string, errors: [401, 403, 404])
         metricsResponses[200] = .init(OpenAPI.Response(description: "The text exposition format.",
                                                        content: [.txt: .init(OpenAPI.Content(schema: .string))]))
-        paths["/metrics"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+        return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Prometheus counters",
             description: "For operators: the admin token, or, with `--metrics-listen`, only on that address (404 here).",
             operationId: "metrics",

@@ -71,15 +71,29 @@ extension OpenAPIDescription {
             description: "Only this user's database, which the caller may clean up without the admin token; without it the whole storage, which needs it."))
     }
 
-    mutating func addKeyValueOperations() {
+    /// A `{key}`: the rest of the path.
+    static var keyParameter: Parameter {
+        Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema, description: "The key; a `/` in it is sent as %2F."))
+    }
+    static var cacheParameter: Parameter { Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema)) }
+
+    /// What a cache route's description says of its kind and space: the kind's name, whether it is the memory
+    /// kind, the tag, the operation ids' suffix and the space's parameters.
+    func cacheWords(_ kind: Gateway.CacheKind, _ space: StorageSpace)
+        -> (kind: String, isMemory: Bool, tag: String, suffix: String, parameters: [Parameter]) {
+        (kind.rawValue, kind == .memory, kind == .memory ? "memoryCache" : "diskCache", Self.suffix(space), spaceParameters(space))
+    }
+
+    /// `/kv/{space}/{business}/{key}`.
+    func kvEntryPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let business = Parameter(OpenAPI.Parameter.path(name: "business", schema: Self.businessSchema))
-        let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema,
-                                                   description: "The key; a `/` in it is sent as %2F."))
+        let key = Self.keyParameter
         let entry = JSONSchema.reference(.component(named: "KVEntry"))
-        for space in StorageSpace.allCases {
-            let suffix = Self.suffix(space), words = Self.spaceWords(space)
+        return perSpace(template) { space in
+            let suffix = Self.suffix(space)
+            let words = Self.spaceWords(space)
             let parameters = spaceParameters(space)
-            paths[OpenAPI.Path(rawValue: "/kv/\(space.rawValue)/{business}/{key}")] = .init(OpenAPI.PathItem(
+            return OpenAPI.PathItem(
                 parameters: [business, key],
                 get: OpenAPI.Operation(
                     tags: ["kv"], summary: "Read a value (\(space.rawValue))",
@@ -104,8 +118,17 @@ extension OpenAPIDescription {
                     responses: responses(entry, errors: [400, 413, 415, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
-                    responses: responses(.object(properties: ["deleted": .boolean], additionalProperties: .init(false)), errors: [400, 500, 503]))))
-            paths[OpenAPI.Path(rawValue: "/kv/\(space.rawValue)/{business}")] = .init(OpenAPI.PathItem(
+                    responses: responses(.object(properties: ["deleted": .boolean], additionalProperties: .init(false)), errors: [400, 500, 503])))
+        }
+    }
+
+    /// `/kv/{space}/{business}`.
+    func kvBusinessPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let business = Parameter(OpenAPI.Parameter.path(name: "business", schema: Self.businessSchema))
+        return perSpace(template) { space in
+            let suffix = Self.suffix(space)
+            let parameters = spaceParameters(space)
+            return OpenAPI.PathItem(
                 parameters: [business],
                 get: OpenAPI.Operation(
                     tags: ["kv"], summary: "List a business's keys (\(space.rawValue))", operationId: "kvList\(suffix)",
@@ -116,140 +139,198 @@ extension OpenAPIDescription {
                     tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",
                     parameters: parameters,
                     responses: responses(.object(properties: ["deleted": .integer(format: .int64)], additionalProperties: .init(false)),
-                                         errors: [400, 500, 503]))))
+                                         errors: [400, 500, 503])))
         }
     }
 
-    mutating func addCacheOperations() {
-        let name = Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema))
-        let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema, description: "The key; a `/` in it is sent as %2F."))
-        let ok = JSONSchema.object(properties: ["ok": .boolean, "evicted": .integer(format: .int64)], additionalProperties: .init(false))
+    /// `/lru/{kind}/{space}`.
+    func cacheListPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        perKindAndSpace(template) { cacheKind, space in
+            let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
+            return OpenAPI.PathItem(get: OpenAPI.Operation(
+                tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
+                parameters: parameters,
+                responses: responses(.object(properties: ["caches": .array(items: info)], additionalProperties: .init(false)),
+                                     errors: [400, 500, 503])))
+        }
+    }
+
+    /// `/lru/{kind}/{space}/{cache}`.
+    func cachePaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
         let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
-        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
-        let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
-        for kind in ["memory", "disk"] {
-            let isMemory = kind == "memory"
-            let tag = isMemory ? "memoryCache" : "diskCache"
+        return perKindAndSpace(template) { cacheKind, space in
+            let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
             let what = isMemory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
-            for space in StorageSpace.allCases {
-                let suffix = Self.suffix(space), parameters = spaceParameters(space)
-                let base = "/lru/\(kind)/\(space.rawValue)"
-                paths[OpenAPI.Path(rawValue: base)] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
-                    tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
-                    parameters: parameters,
-                    responses: responses(.object(properties: ["caches": .array(items: info)], additionalProperties: .init(false)),
-                                         errors: [400, 500, 503]))))
-                var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
-                if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}")] = .init(OpenAPI.PathItem(
-                    parameters: [name],
-                    get: OpenAPI.Operation(
-                        tags: [tag], summary: "A \(kind) cache's capacity and count (\(space.rawValue))", operationId: "\(tag)Info\(suffix)",
-                        parameters: parameters, responses: responses(info, errors: [400, 404, 500, 503])),
-                    put: OpenAPI.Operation(
-                        tags: [tag], summary: "Create or resize a \(kind) cache (\(space.rawValue))",
-                        description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
-                            + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
-                        operationId: "\(tag)Create\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: createProperties, additionalProperties: .init(false))))], required: true),
-                        responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
-                    delete: OpenAPI.Operation(
-                        tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
-                        parameters: parameters, responses: responses(deleted, errors: [400, 500, 503]))))
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/entries/{key}")] = .init(OpenAPI.PathItem(
-                    parameters: [name, key],
-                    get: OpenAPI.Operation(
-                        tags: [tag], summary: "Read an entry (\(space.rawValue))",
-                        description: "The value; it becomes the most recently used. Absent or expired: 404 key_not_found\(isMemory ? "" : " (an expired entry is deleted)").",
-                        operationId: "\(tag)Get\(suffix)", parameters: parameters,
-                        responses: responses(valueResult, errors: [400, 404, 500, 503])),
-                    put: OpenAPI.Operation(
-                        tags: [tag], summary: "Set an entry (\(space.rawValue))",
-                        description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
-                        operationId: "\(tag)Set\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true,
-                                                                                 minimum: (0, exclusive: false))],
-                            additionalProperties: .init(false))))], required: true),
-                        responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
-                    delete: OpenAPI.Operation(
-                        tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
-                        parameters: parameters, responses: responses(deleted, errors: [400, 404, 500, 503]))))
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/entries")] = .init(OpenAPI.PathItem(
-                    parameters: [name],
-                    post: OpenAPI.Operation(
-                        tags: [tag], summary: "Add entries (\(space.rawValue))",
-                        description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
-                        operationId: "\(tag)Add\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
-                                                            additionalProperties: .init(true))],
-                            additionalProperties: .init(false))))], required: true),
-                        responses: responses(.object(properties: ["added": .integer(format: .int64), "evicted": .integer(format: .int64)],
-                                                     additionalProperties: .init(false)),
-                                             errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
-                    delete: OpenAPI.Operation(
-                        tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
-                        parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503]))))
-                let ways: [JSONSchema] = isMemory
-                    ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                       .object(properties: ["prefix": .string], additionalProperties: .init(false)),
-                       .object(properties: ["suffix": .string], additionalProperties: .init(false)),
-                       .object(properties: ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).", maxLength: CallerRegex.maximumPatternLength)],
-                               additionalProperties: .init(false)),
-                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
-                    : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                       .object(properties: ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
-                                            "escape": .string(required: false, minLength: 1, maxLength: 1)], additionalProperties: .init(false)),
-                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/remove")] = .init(OpenAPI.PathItem(
-                    parameters: [name],
-                    post: OpenAPI.Operation(
-                        tags: [tag], summary: "Remove entries (\(space.rawValue))",
-                        description: isMemory ? "By a set of keys, a prefix, a suffix, a regular expression, or all." : "By a set of keys, an SQL LIKE pattern, or all.",
-                        operationId: "\(tag)RemoveMatching\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .one(of: ways)))], required: true),
-                        responses: responses(removed, errors: [400, 404, 413, 415, 500, 503]))))
-                guard isMemory else { continue }
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/exists/{key}")] = .init(OpenAPI.PathItem(
-                    parameters: [name, key],
-                    get: OpenAPI.Operation(
-                        tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
-                        description: "Without touching the order; an expired entry is not there.",
-                        operationId: "\(tag)Exists\(suffix)", parameters: parameters,
-                        responses: responses(.object(properties: ["exists": .boolean], additionalProperties: .init(false)),
-                                             errors: [400, 404, 500]))))
-                paths[OpenAPI.Path(rawValue: "\(base)/{cache}/peek")] = .init(OpenAPI.PathItem(
-                    parameters: [name],
-                    get: OpenAPI.Operation(
-                        tags: [tag], summary: "Entries without touching the order (\(space.rawValue))",
-                        description: "Up to `count` live entries from the head (most recently used) or the tail.",
-                        operationId: "\(tag)Peek\(suffix)",
-                        parameters: parameters + [
-                            .init(OpenAPI.Parameter.query(name: "count", required: false,
-                                                          schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
-                            .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
-                        ],
-                        responses: responses(.object(properties: ["entries": .array(items: .object(
-                            properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
-                            additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [400, 404, 500]))))
-            }
+            var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
+            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            return OpenAPI.PathItem(
+                parameters: [name],
+                get: OpenAPI.Operation(
+                    tags: [tag], summary: "A \(kind) cache's capacity and count (\(space.rawValue))", operationId: "\(tag)Info\(suffix)",
+                    parameters: parameters, responses: responses(info, errors: [400, 404, 500, 503])),
+                put: OpenAPI.Operation(
+                    tags: [tag], summary: "Create or resize a \(kind) cache (\(space.rawValue))",
+                    description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
+                        + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
+                    operationId: "\(tag)Create\(suffix)", parameters: parameters,
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                        properties: createProperties, additionalProperties: .init(false))))], required: true),
+                    responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
+                delete: OpenAPI.Operation(
+                    tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
+                    parameters: parameters, responses: responses(deleted, errors: [400, 500, 503])))
         }
     }
 
-    mutating func addCleanupOperations() {
+    /// `/lru/{kind}/{space}/{cache}/entries/{key}`.
+    func cacheEntryPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
+        let key = Self.keyParameter
+        let ok = JSONSchema.object(properties: ["ok": .boolean, "evicted": .integer(format: .int64)], additionalProperties: .init(false))
+        let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
+        let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
+        return perKindAndSpace(template) { cacheKind, space in
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            return OpenAPI.PathItem(
+                parameters: [name, key],
+                get: OpenAPI.Operation(
+                    tags: [tag], summary: "Read an entry (\(space.rawValue))",
+                    description: "The value; it becomes the most recently used. Absent or expired: 404 key_not_found\(isMemory ? "" : " (an expired entry is deleted)").",
+                    operationId: "\(tag)Get\(suffix)", parameters: parameters,
+                    responses: responses(valueResult, errors: [400, 404, 500, 503])),
+                put: OpenAPI.Operation(
+                    tags: [tag], summary: "Set an entry (\(space.rawValue))",
+                    description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
+                    operationId: "\(tag)Set\(suffix)", parameters: parameters,
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                        properties: ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true,
+                                                                             minimum: (0, exclusive: false))],
+                        additionalProperties: .init(false))))], required: true),
+                    responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                delete: OpenAPI.Operation(
+                    tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
+                    parameters: parameters, responses: responses(deleted, errors: [400, 404, 500, 503])))
+        }
+    }
+
+    /// `/lru/{kind}/{space}/{cache}/entries`.
+    func cacheEntriesPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
+        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
+        return perKindAndSpace(template) { cacheKind, space in
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            return OpenAPI.PathItem(
+                parameters: [name],
+                post: OpenAPI.Operation(
+                    tags: [tag], summary: "Add entries (\(space.rawValue))",
+                    description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
+                    operationId: "\(tag)Add\(suffix)", parameters: parameters,
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
+                        properties: ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
+                                                        additionalProperties: .init(true))],
+                        additionalProperties: .init(false))))], required: true),
+                    responses: responses(.object(properties: ["added": .integer(format: .int64), "evicted": .integer(format: .int64)],
+                                                 additionalProperties: .init(false)),
+                                         errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                delete: OpenAPI.Operation(
+                    tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
+                    parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503])))
+        }
+    }
+
+    /// `/lru/{kind}/{space}/{cache}/remove`.
+    func cacheRemovePaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
+        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
+        return perKindAndSpace(template) { cacheKind, space in
+            let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
+            let ways: [JSONSchema] = isMemory
+                ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
+                   .object(properties: ["prefix": .string], additionalProperties: .init(false)),
+                   .object(properties: ["suffix": .string], additionalProperties: .init(false)),
+                   .object(properties: ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).", maxLength: CallerRegex.maximumPatternLength)],
+                           additionalProperties: .init(false)),
+                   .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+                : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
+                   .object(properties: ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
+                                        "escape": .string(required: false, minLength: 1, maxLength: 1)], additionalProperties: .init(false)),
+                   .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+            return OpenAPI.PathItem(
+                parameters: [name],
+                post: OpenAPI.Operation(
+                    tags: [tag], summary: "Remove entries (\(space.rawValue))",
+                    description: isMemory ? "By a set of keys, a prefix, a suffix, a regular expression, or all." : "By a set of keys, an SQL LIKE pattern, or all.",
+                    operationId: "\(tag)RemoveMatching\(suffix)", parameters: parameters,
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .one(of: ways)))], required: true),
+                    responses: responses(removed, errors: [400, 404, 413, 415, 500, 503])))
+        }
+    }
+
+    /// `/lru/memory/{space}/{cache}/exists/{key}`.
+    func cacheExistsPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
+        let key = Self.keyParameter
+        return perSpace(template) { space in
+            let tag = "memoryCache"
+            let suffix = Self.suffix(space)
+            let parameters = spaceParameters(space)
+            return OpenAPI.PathItem(
+                parameters: [name, key],
+                get: OpenAPI.Operation(
+                    tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
+                    description: "Without touching the order; an expired entry is not there.",
+                    operationId: "\(tag)Exists\(suffix)", parameters: parameters,
+                    responses: responses(.object(properties: ["exists": .boolean], additionalProperties: .init(false)),
+                                         errors: [400, 404, 500])))
+        }
+    }
+
+    /// `/lru/memory/{space}/{cache}/peek`.
+    func cachePeekPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let name = Self.cacheParameter
+        return perSpace(template) { space in
+            let tag = "memoryCache"
+            let suffix = Self.suffix(space)
+            let parameters = spaceParameters(space)
+            return OpenAPI.PathItem(
+                parameters: [name],
+                get: OpenAPI.Operation(
+                    tags: [tag], summary: "Entries without touching the order (\(space.rawValue))",
+                    description: "Up to `count` live entries from the head (most recently used) or the tail.",
+                    operationId: "\(tag)Peek\(suffix)",
+                    parameters: parameters + [
+                        .init(OpenAPI.Parameter.query(name: "count", required: false,
+                                                      schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
+                        .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
+                    ],
+                    responses: responses(.object(properties: ["entries": .array(items: .object(
+                        properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
+                        additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [400, 404, 500])))
+        }
+    }
+
+    /// `/storage/purge`.
+    func purgePaths(_ template: RouteTemplate) -> [DescribedPath] {
         let owner = Parameter.reference(.component(named: "OwnerUser"))
         let storage = Parameter.reference(.component(named: "Storage"))
         let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
-        paths["/storage/purge"] = .init(OpenAPI.PathItem(post: OpenAPI.Operation(
+        return one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["storage"], summary: "Purge a storage",
             description: "Removes purgeable key-value entries and expired cache entries of the storage X-Storage names (the default one without it), and says what was freed.",
             operationId: "purgeStorage", parameters: [owner, storage],
             responses: responses(.reference(.component(named: "PurgeReport")), errors: [400, 401, 403, 500, 503]),
             security: conditional)))
-        paths["/storage/reset"] = .init(OpenAPI.PathItem(post: OpenAPI.Operation(
+    }
+
+    /// `/storage/reset`.
+    func resetPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let owner = Parameter.reference(.component(named: "OwnerUser"))
+        let storage = Parameter.reference(.component(named: "Storage"))
+        let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
+        return one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["storage"], summary: "Reset a storage",
             description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay.",
             operationId: "resetStorage", parameters: [owner, storage],
@@ -257,17 +338,26 @@ extension OpenAPIDescription {
                                                       "memoryCaches": .integer(format: .int64)], additionalProperties: .init(false)),
                                  errors: [400, 401, 403, 500, 503]),
             security: conditional)))
-        paths["/storages"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+    }
+
+    /// `/storages`.
+    func storagesPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["storage"], summary: "The custom storages",
             description: "The custom storages that have files, and the name of the current-version storage (reset when the deployment's version changes).",
             operationId: "listStorages",
             responses: responses(.object(properties: ["storages": .array(items: .string), "currentVersion": .string],
                                          additionalProperties: .init(false)), errors: [401, 403]),
             security: [[.component(named: "admin"): []]])))
+    }
+
+    /// `/storage/usage`.
+    func usagePaths(_ template: RouteTemplate) -> [DescribedPath] {
+        let owner = Parameter.reference(.component(named: "OwnerUser"))
         let usage = JSONSchema.object(properties: [
             "user": .string, "storage": .string(required: false, nullable: true), "bytes": .integer(format: .int64),
         ], additionalProperties: .init(false))
-        paths["/storage/usage"] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
+        return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["storage"], summary: "Users' databases and their size",
             description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the size cap (`--max-database-size`; null without one).",
             operationId: "storageUsage", parameters: [owner],

@@ -29,20 +29,17 @@ public struct OpenAPIDescription {
                                 version: String, jwt: Bool = false) -> OpenAPI.Document {
         var builder = OpenAPIDescription(modules: modules, descriptions: descriptions)
         builder.addCommonComponents()
-        for module in builder.modules {
-            for method in module.methods where method.name != module.initializer {
-                builder.addMethod(method, of: module)
+        // The paths are the route table's, each described by its own entry (`Gateway.routes`).
+        var publicPaths: Set<OpenAPI.Path> = []
+        for route in Gateway.routes {
+            for (path, item) in route.describe(&builder, route.template) {
+                precondition(builder.paths[path] == nil, "\(path.rawValue) is described twice")
+                builder.paths[path] = .init(item)
+                if route.isPublic { publicPaths.insert(path) }
             }
         }
         builder.addStorageComponents()
-        builder.addTransaction()
-        builder.addIntrospectionAndProxyOperations()
-        builder.addKeyValueOperations()
-        builder.addCacheOperations()
-        builder.addCleanupOperations()
-        builder.addService()
-        builder.addShardOperations()
-        if jwt { builder.requireBearer() }
+        if jwt { builder.requireBearer(publicPaths: publicPaths) }
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,
             info: OpenAPI.Document.Info(
@@ -74,9 +71,47 @@ public struct OpenAPIDescription {
         return Array(try encoder.encode(document)) + [UInt8(ascii: "\n")]
     }
 
+    // MARK: Paths
+
+    /// A path of the document and what it takes: a route's description (`Route.describe`).
+    typealias DescribedPath = (path: OpenAPI.Path, item: OpenAPI.PathItem)
+
+    /// A route described as its template reads.
+    func one(_ template: RouteTemplate, _ item: OpenAPI.PathItem) -> [DescribedPath] {
+        [(OpenAPI.Path(rawValue: template.description), item)]
+    }
+
+    /// A route described once per space, `{space}` written out, so that `X-User-Id` is required exactly where it is.
+    func perSpace(_ template: RouteTemplate, _ item: (StorageSpace) -> OpenAPI.PathItem) -> [DescribedPath] {
+        StorageSpace.allCases.map { space in (OpenAPI.Path(rawValue: template.path([.space: space.rawValue])), item(space)) }
+    }
+
+    /// A cache route described once per kind and space, both written out.
+    func perKindAndSpace(_ template: RouteTemplate,
+                         _ item: (Gateway.CacheKind, StorageSpace) -> OpenAPI.PathItem) -> [DescribedPath] {
+        Gateway.CacheKind.allCases.flatMap { kind in
+            StorageSpace.allCases.map { space in
+                (OpenAPI.Path(rawValue: template.path([.kind: kind.rawValue, .space: space.rawValue])), item(kind, space))
+            }
+        }
+    }
+
     // MARK: DAO methods
 
-    mutating func addMethod(_ method: Method, of module: Module) {
+    /// `/dao/{module}/{method}`: one path per method (a module's initializer is not called by clients).
+    mutating func daoPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        var described: [DescribedPath] = []
+        for module in modules {
+            for method in module.methods where method.name != module.initializer {
+                let path = template.path([.module: module.name, .method: method.name])
+                described.append((OpenAPI.Path(rawValue: path), OpenAPI.PathItem(post: methodOperation(method, of: module))))
+            }
+        }
+        return described
+    }
+
+    /// The operation of a DAO method.
+    mutating func methodOperation(_ method: Method, of module: Module) -> OpenAPI.Operation {
         let description = descriptions[module.name]?[method.name]
         var parameters: OpenAPI.Parameter.Array = []
         if module.database == nil {
@@ -123,7 +158,7 @@ public struct OpenAPIDescription {
         if method.foreach != nil { details.append("It runs once per element of its collection, all in one transaction.") }
         let adminOnly = module.isAdminOnly(method: method.name)
         if adminOnly { details.append("Declared access=\"admin\": only an admin may call it.") }
-        let operation = OpenAPI.Operation(
+        return OpenAPI.Operation(
             tags: [module.name],
             summary: summary,
             description: details.joined(separator: " "),
@@ -132,7 +167,6 @@ public struct OpenAPIDescription {
             requestBody: requestBody,
             responses: responses(success, errors: [400, 409, 413, 415, 500, 503] + (adminOnly ? [401, 403] : [])),
             security: adminOnly ? [[.component(named: "admin"): []]] : nil)
-        paths[OpenAPI.Path(rawValue: "/dao/\(module.name)/\(method.name)")] = .init(OpenAPI.PathItem(post: operation))
     }
 
     /// A result type's schema; a single row may be absent (null).

@@ -1,0 +1,288 @@
+import DAOEngine
+import DAOStorage
+import DAOValue
+import HTTPTransport
+import OpenAPIKit
+
+/// One route of the API: its path template, whether it is answered without a token in jwt mode, the
+/// handler of each method it takes, and the function that describes it in the OpenAPI document. The table
+/// of them is `Gateway.routes`; the router, the 405 answers and the document's paths are all read from it.
+public struct Route: Sendable {
+    /// What a handler gets: the request, its encoding, and the path's parameters, each checked once. Handlers
+    /// throw `Problem`s (a closure's typed throws is not inferred, so the table's closures throw untyped and
+    /// `Route.answer` takes the problem back out).
+    typealias Handler = @Sendable (Gateway, RouteCall) throws -> HTTPResponse
+    /// The route's path items in the document, one per concrete path (`{space}`, `{kind}` and the DAO
+    /// methods are written out there), built from its template.
+    typealias Describer = @Sendable (inout OpenAPIDescription, RouteTemplate) -> [OpenAPIDescription.DescribedPath]
+
+    struct Endpoint: Sendable {
+        /// The methods this handler answers (`GET` with `HEAD`).
+        let methods: [String]
+        let handler: Handler
+    }
+
+    public let template: RouteTemplate
+    /// Answered without a token in jwt mode: the route reaches no storage.
+    public let isPublic: Bool
+    let endpoints: [Endpoint]
+    let describe: Describer
+
+    init(_ template: RouteTemplate, public isPublic: Bool = false, describedBy describe: @escaping Describer) {
+        self.template = template
+        self.isPublic = isPublic
+        self.endpoints = []
+        self.describe = describe
+    }
+
+    private init(_ route: Route, adding endpoint: Endpoint) {
+        template = route.template
+        isPublic = route.isPublic
+        endpoints = route.endpoints + [endpoint]
+        describe = route.describe
+    }
+
+    /// The methods the route takes, in the order `Allow` lists them.
+    public var methods: [String] { endpoints.flatMap(\.methods) }
+
+    /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport).
+    func get(head: Bool = true, _ handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: head ? ["GET", "HEAD"] : ["GET"], handler: handler))
+    }
+    func put(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["PUT"], handler: handler)) }
+    func post(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["POST"], handler: handler)) }
+    func delete(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["DELETE"], handler: handler)) }
+
+    /// Answers with the handler of the request's method, or a 405 with `Allow`.
+    func answer(_ gateway: Gateway, _ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request
+        for endpoint in endpoints where endpoint.methods.contains(request.method) {
+            do {
+                return try endpoint.handler(gateway, call)
+            } catch {
+                throw Problem(thrown: error)
+            }
+        }
+        var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
+        problem.headers = [("Allow", methods.joined(separator: ", "))]
+        throw problem
+    }
+}
+
+/// A request as its route's handler gets it.
+struct RouteCall {
+    let request: HTTPRequest
+    let encoding: JSONWriteOptions
+    let parameters: RouteParameters
+}
+
+/// The path's parameters, each read and checked once by the router. A handler reads only those of its own
+/// template (another is a programming error, caught by the first call of the route).
+struct RouteParameters {
+    fileprivate var moduleValue: String?
+    fileprivate var methodValue: String?
+    fileprivate var spaceValue: StorageSpace?
+    fileprivate var kindValue: Gateway.CacheKind?
+    fileprivate var businessValue: String?
+    fileprivate var cacheValue: String?
+    fileprivate var keyValue: String?
+
+    /// A module's name (the engine says whether one has it).
+    var module: String { present(moduleValue, .module) }
+    /// A method's name.
+    var method: String { present(methodValue, .method) }
+    var space: StorageSpace { present(spaceValue, .space) }
+    var kind: Gateway.CacheKind { present(kindValue, .kind) }
+    /// A business, checked (`Names.checkBusiness`).
+    var business: String { present(businessValue, .business) }
+    /// A cache name, checked (`Names.checkCacheName`).
+    var cache: String { present(cacheValue, .cache) }
+    /// A key, checked (`Names.checkKey`); the rest of the path, `/` included.
+    var key: String { present(keyValue, .key) }
+
+    private func present<T>(_ value: T?, _ parameter: PathParameter) -> T {
+        guard let value else { preconditionFailure("the route's template has no {\(parameter.rawValue)}") }
+        return value
+    }
+
+    /// Reads one parameter's value: a business, cache name or key that is not one is a 400 `invalid_name`; a
+    /// space or kind that is none is a 404 (a path no route has). A module or method is taken as named.
+    fileprivate mutating func read(_ parameter: PathParameter, _ value: String) throws(Problem) {
+        switch parameter {
+        case .module: moduleValue = value
+        case .method: methodValue = value
+        case .space:
+            guard let space = StorageSpace(rawValue: value) else {
+                throw Problem(404, "not_found", "the space is common or user, not '\(value.prefix(40))'")
+            }
+            spaceValue = space
+        case .kind:
+            guard let kind = Gateway.CacheKind(rawValue: value) else {
+                throw Problem(404, "not_found", "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
+            }
+            kindValue = kind
+        case .business: businessValue = try Self.checked(value, Names.checkBusiness)
+        case .cache: cacheValue = try Self.checked(value, Names.checkCacheName)
+        case .key: keyValue = try Self.checked(value, Names.checkKey)
+        }
+    }
+
+    private static func checked(_ value: String, _ check: (String) throws(StorageError) -> Void) throws(Problem) -> String {
+        do {
+            try check(value)
+        } catch {
+            throw Problem(error)
+        }
+        return value
+    }
+}
+
+/// A path parameter: what kind of name its segment holds.
+public enum PathParameter: String, CaseIterable, Sendable {
+    case module, method, space, kind, business, cache, key
+}
+
+/// A route's path: literal segments and `{parameter}`s; a `{key}` is the last and takes the rest of the path.
+public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    public enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(PathParameter)
+    }
+
+    public let segments: [Segment]
+    public let description: String
+
+    public init(stringLiteral path: String) {
+        description = path
+        segments = path.split(separator: "/").map { part in
+            guard part.hasPrefix("{"), part.hasSuffix("}") else { return .literal(String(part)) }
+            guard let parameter = PathParameter(rawValue: String(part.dropFirst().dropLast())) else {
+                preconditionFailure("unknown path parameter \(part) in \(path)")
+            }
+            return .parameter(parameter)
+        }
+        if let key = segments.firstIndex(of: .parameter(.key)) {
+            precondition(key == segments.count - 1, "{key} takes the rest of the path, so it is last: \(path)")
+        }
+    }
+
+    /// Whether the decoded segments fit the template: its literals where they stand, as many segments (or more,
+    /// for a `{key}`, which takes the rest).
+    func fits(_ parts: [String]) -> Bool {
+        if segments.last == .parameter(.key) {
+            guard parts.count >= segments.count else { return false }
+        } else {
+            guard parts.count == segments.count else { return false }
+        }
+        for (index, segment) in segments.enumerated() {
+            if case .literal(let literal) = segment, parts[index] != literal { return false }
+        }
+        return true
+    }
+
+    /// The parameters of segments that fit, each read and checked once.
+    func parameters(_ parts: [String]) throws(Problem) -> RouteParameters {
+        var parameters = RouteParameters()
+        for (index, segment) in segments.enumerated() {
+            guard case .parameter(let parameter) = segment else { continue }
+            let rest = parameter == .key && index < parts.count - 1
+            try parameters.read(parameter, rest ? parts[index...].joined(separator: "/") : parts[index])
+        }
+        return parameters
+    }
+
+    /// The path with some parameters written out (`{space}` → `user`); the others stay `{name}`.
+    func path(_ values: [PathParameter: String]) -> String {
+        segments.map { segment in
+            switch segment {
+            case .literal(let text): "/" + text
+            case .parameter(let parameter): "/" + (values[parameter] ?? "{\(parameter.rawValue)}")
+            }
+        }.joined()
+    }
+}
+
+/// The router: the table's routes by their first segment, a literal in each.
+struct Router: Sendable {
+    private let routesByFirstSegment: [String: [Route]]
+
+    init(_ routes: [Route]) {
+        routesByFirstSegment = Dictionary(grouping: routes, by: { route in
+            guard case .literal(let first)? = route.template.segments.first else {
+                preconditionFailure("\(route.template) starts with a parameter")
+            }
+            return first
+        })
+    }
+
+    /// The route the path fits and its parameters, checked: a 400 for a path that is not percent-encoded UTF-8
+    /// or a parameter that is not what it names, a 404 when no template fits.
+    func match(_ request: HTTPRequest) throws(Problem) -> (Route, RouteParameters) {
+        let segments = try Self.pathSegments(request.path)
+        for route in routesByFirstSegment[segments.first ?? ""] ?? [] where route.template.fits(segments) {
+            return (route, try route.template.parameters(segments))
+        }
+        throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
+    }
+
+    /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
+    static func pathSegments(_ path: String) throws(Problem) -> [String] {
+        var path = path
+        // Split on the byte, not on Characters: "/" followed by a combining
+        // mark or an emoji modifier is one Character, and must still split.
+        let segments = path.withUTF8 { bytes -> Result<[String], Problem> in
+            guard bytes.first == UInt8(ascii: "/") else { return .success([]) }
+            var segments: [String] = []
+            var start = 1
+            for index in 1...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                switch decodeSegment(UnsafeBufferPointer(rebasing: bytes[start..<index])) {
+                case .success(let segment): segments.append(segment)
+                case .failure(let problem): return .failure(problem)
+                }
+                start = index + 1
+            }
+            return .success(segments)
+        }
+        return try segments.get()
+    }
+
+    /// One segment, percent-decoded: UTF-8 without control characters, or a 400.
+    private static func decodeSegment(_ raw: UnsafeBufferPointer<UInt8>) -> Result<String, Problem> {
+        // The common case: printable ASCII with nothing to decode.
+        if raw.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") }) {
+            return .success(String(decoding: raw, as: UTF8.self))
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(raw.count)
+        var index = 0
+        while index < raw.count {
+            guard raw[index] == UInt8(ascii: "%") else {
+                decoded.append(raw[index])
+                index += 1
+                continue
+            }
+            guard index + 2 < raw.count, let high = hexValue(raw[index + 1]), let low = hexValue(raw[index + 2]) else {
+                return .failure(Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
+            }
+            decoded.append(high << 4 | low)
+            index += 3
+        }
+        if let control = decoded.first(where: { $0 < 0x20 || $0 == 0x7F }) {
+            let hex = String(control, radix: 16, uppercase: true)
+            return .failure(Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            return .failure(Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8"))
+        }
+        return .success(text)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

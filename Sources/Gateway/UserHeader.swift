@@ -30,6 +30,7 @@ extension Gateway {
         var iterator = value.utf8.makeIterator()
         while let byte = iterator.next() {
             guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
+            // hexValue: the path segments' own (Gateway+Routes.swift).
             guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
                 throw Problem(400, "invalid_user", "\(userHeader) is percent-decoded: a % begins an escape of two hex digits (%25 for % itself)")
             }
@@ -37,14 +38,5 @@ extension Gateway {
         }
         // UserID refuses what is not visible ASCII, so bytes that are not UTF-8 need no message of their own.
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

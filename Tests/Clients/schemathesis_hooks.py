@@ -76,16 +76,21 @@ def raw_text(case):
 
 def class_member_violation(case, failure):
     """Whether every invalid part the failure names is a member of an argument whose schema is a class's component."""
-    places = re.findall(r" at (/\S+)", getattr(failure, "message", "") or "")
+    message = getattr(failure, "message", "") or ""
     body = case.operation.definition.raw.get("requestBody", {})
     schema = body.get("content", {}).get("application/json", {}).get("schema", {})
 
-    def in_class_member(place):
-        found = re.match(r"/properties/([^/]+)/(?:items/)?properties/", place)
-        argument = schema.get("properties", {}).get(found.group(1), {}) if found else {}
+    def is_class(name):
+        argument = schema.get("properties", {}).get(name, {})
         return "$ref" in argument or "$ref" in argument.get("items", {})
 
-    return bool(places) and all(in_class_member(place) for place in places)
+    # "… at /properties/model/properties/id (…)", or "in body - messages -> Array with invalid items: id: …".
+    places = re.findall(r" at (/\S+)", message)
+    if places:
+        names = [re.match(r"/properties/([^/]+)/(?:items/)?properties/", place) for place in places]
+        return all(name is not None and is_class(name.group(1)) for name in names)
+    found = re.search(r"in body - (\w+) -> ", message)
+    return found is not None and is_class(found.group(1))
 
 
 @schemathesis.hook

@@ -10,6 +10,7 @@ every other failure of the same operation still fails the run. Schemathesis
 counts the dropped failures in its summary.
 """
 import json
+import re
 
 import schemathesis
 
@@ -38,7 +39,10 @@ RULES = {
     # A KV value must be of its type, a default JSON text of it; the schema
     # keeps value and type apart rather than a oneOf per type, which clients
     # would turn into a union type.
-    "invalid_value": ("takes", "cannot be null", "default must be JSON", "a null default needs"),
+    "invalid_value": ("takes", "cannot be null", "default must be JSON", "a null default needs",
+                      # {"all": false} in a cache removal: `all` is a plain boolean, since
+                      # openapi-generator's rust cannot read a `const: true` boolean.
+                      "all is true"),
     # Capacities and caches per space are the server's settings (README, "Configuration").
     "limit_exceeded": None,
     # A disk cache named "caches" would take the metadata table's name.
@@ -70,6 +74,25 @@ def raw_text(case):
     return isinstance(case.body, dict) and bool(raw & case.body.keys())
 
 
+def class_member_violation(case, failure):
+    """Whether every invalid part the failure names is a member of an argument whose schema is a class's component."""
+    message = getattr(failure, "message", "") or ""
+    body = case.operation.definition.raw.get("requestBody", {})
+    schema = body.get("content", {}).get("application/json", {}).get("schema", {})
+
+    def is_class(name):
+        argument = schema.get("properties", {}).get(name, {})
+        return "$ref" in argument or "$ref" in argument.get("items", {})
+
+    # "… at /properties/model/properties/id (…)", or "in body - messages -> Array with invalid items: id: …".
+    places = re.findall(r" at (/\S+)", message)
+    if places:
+        names = [re.match(r"/properties/([^/]+)/(?:items/)?properties/", place) for place in places]
+        return all(name is not None and is_class(name.group(1)) for name in names)
+    found = re.search(r"in body - (\w+) -> ", message)
+    return found is not None and is_class(found.group(1))
+
+
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
     """True keeps the failure."""
@@ -91,5 +114,19 @@ def filter_failure(context, failure, case, response):
         # Arguments by position: a JSON array is the documented alternative to
         # the object the request body describes (its description says so).
         if path.startswith("/dao/") and isinstance(case.body, list):
+            return False
+        # A class is one component for every method that takes or gives it
+        # (issue 12: one type per class in generated clients), so it lists
+        # members a given method does not read; the engine checks the members
+        # a method reads and ignores the others, as the reference does, so a
+        # violation inside another member of a class argument is accepted.
+        if path.startswith("/dao/") and class_member_violation(case, failure):
+            return False
+        # A transaction call's arguments may be null (none): the description
+        # leaves the null branch out beside the two titled $refs, which no
+        # common generator reads (swift-openapi-generator skips it).
+        if path == "/transaction" and isinstance(case.body, dict) and any(
+                isinstance(call, dict) and "arguments" in call and call["arguments"] is None
+                for call in case.body.get("calls", []) or []):
             return False
     return True

@@ -105,7 +105,9 @@ import Testing
             let inRow = types(row?[member: "properties"]?[member: column])
             let inClass = types(components[member: "Flag"]?[member: "properties"]?[member: column])
             let inMap = types(components[member: "flagMap"]?[member: "properties"]?[member: column])
-            let inRequest = types(request?[member: "properties"]?[member: column])
+            // A class argument refers to its class's component (one type for requests and responses).
+            let requestClass = request?[member: "$ref"]?.stringValue.flatMap { components[member: String($0.split(separator: "/").last ?? "")] }
+            let inRequest = types((requestClass ?? request)?[member: "properties"]?[member: column])
             #expect(inRow == ["boolean", "null"], "{} \(column)")
             #expect(inClass == ["boolean", "null"], "Flag \(column)")
             #expect(inMap == ["boolean", "null"], "flagMap \(column)")

@@ -6,33 +6,52 @@ import OpenAPIKit
 /// operations, and the service's own.
 extension OpenAPIDescription {
     /// `/transaction`.
-    func transactionPaths(_ template: RouteTemplate) -> [DescribedPath] {
+    ///
+    /// A call's `arguments` is any JSON (an object by name or an array by position): each method's own request
+    /// body describes them, and the two-branch `oneOf` that said so broke openapi-generator's Java (it does not
+    /// compile), Go (it matches neither branch) and TypeScript (it always sends `{}`). A call's result is one
+    /// titled object, `CallResult`, whose members are all optional: a select's `result`, or a write's `ok`,
+    /// `changes` and `lastInsertRowId`. A `oneOf` of the two results could not be told apart by Java's
+    /// generated client, which checks neither `required` nor `additionalProperties`.
+    mutating func transactionPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        addTransactionComponents()
         let call = JSONSchema.object(
             properties: [
                 "module": .string(allowedValues: modules.map { .init($0.name) }),
                 "method": .string,
-                "arguments": .any(of: .object(additionalProperties: .init(true)), .array(items: .fragment()), .null(),
-                                  required: false, description: "An object by name or an array by position."),
+                "arguments": .fragment(required: false, description: "The call's arguments: a JSON object by name or a JSON array by position, as the method's own request body describes them; left out or null, none."),
                 "table": .string(required: false, nullable: true, description: "The table of a template module (else X-Table-Name).",
                                  minLength: 1, maxLength: 128, pattern: Self.identifierPattern),
             ],
             additionalProperties: .init(false))
-        let result = JSONSchema.any(of: [
-            .object(properties: ["result": .fragment(description: "A select's result.")], additionalProperties: .init(false)),
-            .reference(.component(named: "WriteResult")),
-        ])
         let operation = OpenAPI.Operation(
             tags: ["daogate"],
             summary: "Run several calls in one transaction",
             description: "The calls run in order in one transaction of one database, all or nothing; on a failure the problem's `call` is the index of the failing call.",
             operationId: "transaction",
-            parameters: [.reference(.component(named: "OptionalUser")), .reference(.component(named: "Storage"))],
+            parameters: [.reference(.component(named: "OptionalUser")), .reference(.component(named: "Storage")),
+                         .reference(.component(named: "Int64Format"))],
             requestBody: OpenAPI.Request(
                 content: [.json: .init(OpenAPI.Content(schema: .object(properties: ["calls": .array(items: call)], additionalProperties: .init(false))))],
                 required: true),
-            responses: responses(.object(properties: ["results": .array(items: result)], additionalProperties: .init(false)),
+            responses: responses(.object(properties: ["results": .array(items: .reference(.component(named: "CallResult")))], additionalProperties: .init(false)),
                                  errors: [400, 404, 409, 413, 415, 500, 503]))
         return one(template, OpenAPI.PathItem(post: operation))
+    }
+
+    /// What one call of a transaction gives, as one titled component: a select's `result` (as the method's own
+    /// response describes it), or a write's members (`ok` present marks a write).
+    mutating func addTransactionComponents() {
+        components.schemas["CallResult"] = .object(
+            title: "CallResult",
+            description: "One call's result in a transaction: a select gives `result`; an insert, update or delete gives `ok`, `changes` and `lastInsertRowId` (the WriteResult members).",
+            properties: [
+                "result": .fragment(required: false, description: "A select's result, as the method's own response describes it."),
+                "ok": .boolean(required: false, description: "Present, and true, for a write."),
+                "changes": .integer(format: .int64, required: false, description: "A write's rows inserted, updated or deleted."),
+                "lastInsertRowId": .integer(format: .int64, required: false, description: "A write's last inserted rowid, 0 when none."),
+            ],
+            additionalProperties: .init(false))
     }
 
     /// The `{module}` parameter: one of the modules.

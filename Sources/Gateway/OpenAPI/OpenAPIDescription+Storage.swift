@@ -76,6 +76,48 @@ extension OpenAPIDescription {
         Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema, description: "The key; a `/` in it is sent as %2F."))
     }
     static var cacheParameter: Parameter { Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema)) }
+    /// The storage routes' bodies, one component each, shared by the common and user routes (and by both
+    /// cache kinds where they agree): one type in a generated client however many operations use it.
+    mutating func addStorageBodyComponents() {
+        _ = named("KVPut", ["value": .fragment(description: "Not null; of the type."),
+                            "type": .reference(.component(named: "KVType"), required: false),
+                            "encrypted": .boolean(required: false, nullable: true),
+                            "purgeable": .boolean(required: false, nullable: true)])
+        _ = named("Deleted", ["deleted": .boolean])
+        _ = named("KVKeyList", ["keys": .array(items: .reference(.component(named: "KVKey")))])
+        _ = named("DeletedCount", ["deleted": .integer(format: .int64)])
+        _ = named("CacheSetResult", ["ok": .boolean, "evicted": .integer(format: .int64)])
+        _ = named("RemovedCount", ["removed": .integer(format: .int64)])
+        _ = named("CacheValue", ["value": .fragment()])
+        _ = named("CacheSet", ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true, minimum: (0, exclusive: false))])
+        _ = named("CacheEntries", ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
+                                                      additionalProperties: .init(true))])
+        _ = named("CacheAddResult", ["added": .integer(format: .int64), "evicted": .integer(format: .int64)])
+        _ = named("CacheExists", ["exists": .boolean])
+        _ = named("CachePeek", ["entries": .array(items: .object(
+            properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
+            additionalProperties: .init(false)))])
+        // The ways to remove entries: titled components, told apart by their one required member.
+        _ = named("RemoveKeys", ["keys": .array(items: Self.keySchema)])
+        _ = named("RemovePrefix", ["prefix": .string])
+        _ = named("RemoveSuffix", ["suffix": .string])
+        _ = named("RemoveRegex", ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).",
+                                                   maxLength: CallerRegex.maximumPatternLength)])
+        _ = named("RemoveLike", ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
+                                 "escape": .string(required: false, minLength: 1, maxLength: 1)])
+        // A boolean, not `const: true`, which openapi-generator's rust turns into an enum that cannot read `true`; false is refused (400 invalid_value).
+        _ = named("RemoveAll", ["all": .boolean(description: "true: every entry (false is refused).")])
+        for isMemory in [true, false] {
+            var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
+            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            _ = named(isMemory ? "MemoryCacheCreate" : "DiskCacheCreate", createProperties)
+            _ = named(isMemory ? "MemoryCacheList" : "DiskCacheList",
+                      ["caches": .array(items: .reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo")))])
+        }
+    }
+
+    /// A reference to one of the components `addStorageBodyComponents` adds.
+    static func body(_ name: String) -> JSONSchema { .reference(.component(named: name)) }
 
     /// What a cache route's description says of its kind and space: the kind's name, whether it is the memory
     /// kind, the tag, the operation ids' suffix and the space's parameters.
@@ -109,16 +151,11 @@ extension OpenAPIDescription {
                     tags: ["kv"], summary: "Set a value (\(space.rawValue))",
                     description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
                     operationId: "kvPut\(suffix)", parameters: parameters,
-                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                        properties: ["value": .fragment(description: "Not null; of the type."),
-                                     "type": .reference(.component(named: "KVType"), required: false),
-                                     "encrypted": .boolean(required: false, nullable: true),
-                                     "purgeable": .boolean(required: false, nullable: true)],
-                        additionalProperties: .init(false))))], required: true),
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("KVPut")))], required: true),
                     responses: responses(entry, errors: [400, 413, 415, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
-                    responses: responses(.object(properties: ["deleted": .boolean], additionalProperties: .init(false)), errors: [400, 500, 503])))
+                    responses: responses(Self.body("Deleted"), errors: [400, 500, 503])))
         }
     }
 
@@ -133,13 +170,11 @@ extension OpenAPIDescription {
                 get: OpenAPI.Operation(
                     tags: ["kv"], summary: "List a business's keys (\(space.rawValue))", operationId: "kvList\(suffix)",
                     parameters: parameters + [.init(OpenAPI.Parameter.query(name: "prefix", required: false, schema: .string))],
-                    responses: responses(.object(properties: ["keys": .array(items: .reference(.component(named: "KVKey")))],
-                                                 additionalProperties: .init(false)), errors: [400, 500, 503])),
+                    responses: responses(Self.body("KVKeyList"), errors: [400, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",
                     parameters: parameters,
-                    responses: responses(.object(properties: ["deleted": .integer(format: .int64)], additionalProperties: .init(false)),
-                                         errors: [400, 500, 503])))
+                    responses: responses(Self.body("DeletedCount"), errors: [400, 500, 503])))
         }
     }
 
@@ -147,25 +182,22 @@ extension OpenAPIDescription {
     func cacheListPaths(_ template: RouteTemplate) -> [DescribedPath] {
         perKindAndSpace(template) { cacheKind, space in
             let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
-            let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
             return OpenAPI.PathItem(get: OpenAPI.Operation(
                 tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
                 parameters: parameters,
-                responses: responses(.object(properties: ["caches": .array(items: info)], additionalProperties: .init(false)),
-                                     errors: [400, 500, 503])))
+                responses: responses(Self.body(isMemory ? "MemoryCacheList" : "DiskCacheList"), errors: [400, 500, 503])))
         }
     }
 
     /// `/lru/{kind}/{space}/{cache}`.
     func cachePaths(_ template: RouteTemplate) -> [DescribedPath] {
         let name = Self.cacheParameter
-        let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
+        let deleted = Self.body("Deleted")
         return perKindAndSpace(template) { cacheKind, space in
             let (kind, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
             let what = isMemory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
-            var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
-            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            let create = Self.body(isMemory ? "MemoryCacheCreate" : "DiskCacheCreate")
             return OpenAPI.PathItem(
                 parameters: [name],
                 get: OpenAPI.Operation(
@@ -176,8 +208,7 @@ extension OpenAPIDescription {
                     description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
                         + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
                     operationId: "\(tag)Create\(suffix)", parameters: parameters,
-                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                        properties: createProperties, additionalProperties: .init(false))))], required: true),
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: create))], required: true),
                     responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
@@ -189,9 +220,7 @@ extension OpenAPIDescription {
     func cacheEntryPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let name = Self.cacheParameter
         let key = Self.keyParameter
-        let ok = JSONSchema.object(properties: ["ok": .boolean, "evicted": .integer(format: .int64)], additionalProperties: .init(false))
-        let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
-        let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
+        let ok = Self.body("CacheSetResult"), deleted = Self.body("Deleted"), valueResult = Self.body("CacheValue")
         return perKindAndSpace(template) { cacheKind, space in
             let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             return OpenAPI.PathItem(
@@ -205,10 +234,7 @@ extension OpenAPIDescription {
                     tags: [tag], summary: "Set an entry (\(space.rawValue))",
                     description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
                     operationId: "\(tag)Set\(suffix)", parameters: parameters,
-                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                        properties: ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true,
-                                                                             minimum: (0, exclusive: false))],
-                        additionalProperties: .init(false))))], required: true),
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("CacheSet")))], required: true),
                     responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
@@ -219,7 +245,7 @@ extension OpenAPIDescription {
     /// `/lru/{kind}/{space}/{cache}/entries`.
     func cacheEntriesPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let name = Self.cacheParameter
-        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
+        let removed = Self.body("RemovedCount")
         return perKindAndSpace(template) { cacheKind, space in
             let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
             return OpenAPI.PathItem(
@@ -228,13 +254,8 @@ extension OpenAPIDescription {
                     tags: [tag], summary: "Add entries (\(space.rawValue))",
                     description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
                     operationId: "\(tag)Add\(suffix)", parameters: parameters,
-                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                        properties: ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
-                                                        additionalProperties: .init(true))],
-                        additionalProperties: .init(false))))], required: true),
-                    responses: responses(.object(properties: ["added": .integer(format: .int64), "evicted": .integer(format: .int64)],
-                                                 additionalProperties: .init(false)),
-                                         errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("CacheEntries")))], required: true),
+                    responses: responses(Self.body("CacheAddResult"), errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
                     parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503])))
@@ -244,20 +265,12 @@ extension OpenAPIDescription {
     /// `/lru/{kind}/{space}/{cache}/remove`.
     func cacheRemovePaths(_ template: RouteTemplate) -> [DescribedPath] {
         let name = Self.cacheParameter
-        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
+        let removed = Self.body("RemovedCount")
         return perKindAndSpace(template) { cacheKind, space in
             let (_, isMemory, tag, suffix, parameters) = cacheWords(cacheKind, space)
-            let ways: [JSONSchema] = isMemory
-                ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                   .object(properties: ["prefix": .string], additionalProperties: .init(false)),
-                   .object(properties: ["suffix": .string], additionalProperties: .init(false)),
-                   .object(properties: ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).", maxLength: CallerRegex.maximumPatternLength)],
-                           additionalProperties: .init(false)),
-                   .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
-                : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                   .object(properties: ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
-                                        "escape": .string(required: false, minLength: 1, maxLength: 1)], additionalProperties: .init(false)),
-                   .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+            let ways: [JSONSchema] = (isMemory
+                ? ["RemoveKeys", "RemovePrefix", "RemoveSuffix", "RemoveRegex", "RemoveAll"]
+                : ["RemoveKeys", "RemoveLike", "RemoveAll"]).map(Self.body)
             return OpenAPI.PathItem(
                 parameters: [name],
                 post: OpenAPI.Operation(
@@ -283,8 +296,7 @@ extension OpenAPIDescription {
                     tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
                     description: "Without touching the order; an expired entry is not there.",
                     operationId: "\(tag)Exists\(suffix)", parameters: parameters,
-                    responses: responses(.object(properties: ["exists": .boolean], additionalProperties: .init(false)),
-                                         errors: [400, 404, 500])))
+                    responses: responses(Self.body("CacheExists"), errors: [400, 404, 500])))
         }
     }
 
@@ -306,9 +318,7 @@ extension OpenAPIDescription {
                                                       schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
                         .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
                     ],
-                    responses: responses(.object(properties: ["entries": .array(items: .object(
-                        properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
-                        additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [400, 404, 500])))
+                    responses: responses(Self.body("CachePeek"), errors: [400, 404, 500])))
         }
     }
 

@@ -127,7 +127,9 @@ extension Gateway {
 
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
     func loggedUser(_ request: HTTPRequest) -> String? {
-        guard case .jwt(let verifier) = configuration.authentication else { return request.values(of: Self.userHeader).first }
+        guard case .jwt(let verifier) = configuration.authentication else {
+            return request.values(of: Self.userHeader).first.flatMap { try? Self.decodedUserHeader($0) }
+        }
         if let known = Self.requestCaller?.caller { return known.user?.rawValue }
         guard let authorization = request.values(of: "Authorization").first, let token = Self.bearerToken(authorization) else { return nil }
         return verifier.cached(token)?.user.rawValue

@@ -222,7 +222,8 @@ public final class Gateway: HTTPResponder {
     /// in jwt mode the token's claim (`authenticate`). Either header, when
     /// sent, must be valid (even where a route would not use it), as the description says.
     func caller(_ request: HTTPRequest) throws(Problem) -> Caller {
-        let userHeader = try header(request, Self.userHeader)
+        var userHeader = try header(request, Self.userHeader)
+        if let sent = userHeader { userHeader = try Self.decodedUserHeader(sent) }
         var caller: Caller
         switch configuration.authentication {
         case .trustedHeader:

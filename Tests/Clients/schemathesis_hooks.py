@@ -38,7 +38,10 @@ RULES = {
     # A KV value must be of its type, a default JSON text of it; the schema
     # keeps value and type apart rather than a oneOf per type, which clients
     # would turn into a union type.
-    "invalid_value": ("takes", "cannot be null", "default must be JSON", "a null default needs"),
+    "invalid_value": ("takes", "cannot be null", "default must be JSON", "a null default needs",
+                      # {"all": false} in a cache removal: `all` is a plain boolean, since
+                      # openapi-generator's rust cannot read a `const: true` boolean.
+                      "all is true"),
     # Capacities and caches per space are the server's settings (README, "Configuration").
     "limit_exceeded": None,
     # A disk cache named "caches" would take the metadata table's name.
@@ -91,5 +94,12 @@ def filter_failure(context, failure, case, response):
         # Arguments by position: a JSON array is the documented alternative to
         # the object the request body describes (its description says so).
         if path.startswith("/dao/") and isinstance(case.body, list):
+            return False
+        # A transaction call's arguments may be null (none): the description
+        # leaves the null branch out beside the two titled $refs, which no
+        # common generator reads (swift-openapi-generator skips it).
+        if path == "/transaction" and isinstance(case.body, dict) and any(
+                isinstance(call, dict) and "arguments" in call and call["arguments"] is None
+                for call in case.body.get("calls", []) or []):
             return False
     return True

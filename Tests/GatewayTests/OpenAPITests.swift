@@ -102,13 +102,19 @@ import Testing
     }
 
     @Test func resultsAreTypedSchemas() throws {
-        // A class result is a named component with the columns' types.
+        // A class is a named component with the columns' types; a single
+        // result, which may be null, is its members inline under type [object, null]
+        // (swift-openapi-generator drops a oneOf of a $ref and null).
         let getMessage = try operation("Messages", "getMessage")
         let result = getMessage[member: "responses"]?[member: "200"]?[member: "content"]?[member: "application/json"]?[member: "schema"]
         #expect(result?[member: "required"] == ["result"])
-        #expect(result?[member: "properties"]?[member: "result"]?[member: "oneOf"]?.arrayValue?.first?[member: "$ref"]
-            == "#/components/schemas/MessageModel")
+        #expect(result?[member: "properties"]?[member: "result"]?[member: "type"] == ["object", "null"])
+        #expect(result?[member: "properties"]?[member: "result"]?[member: "properties"] == at("components", "schemas", "MessageModel", "properties"))
         #expect(at("components", "schemas", "MessageModel", "properties", "time", "format") == "int64")
+        #expect(at("components", "schemas", "MessageModel", "title") == "MessageModel")
+        // An array of a class refers to the component.
+        let messagesOf = try operation("Messages", "messagesOf")[member: "responses"]?[member: "200"]?[member: "content"]?[member: "application/json"]?[member: "schema"]
+        #expect(messagesOf?[member: "properties"]?[member: "result"]?[member: "items"]?[member: "$ref"] == "#/components/schemas/messageModelMap")
         // A write gives the write result.
         let insertItem = try operation("Demo", "insertItem")
         #expect(insertItem[member: "responses"]?[member: "200"]?[member: "content"]?[member: "application/json"]?[member: "schema"]?[member: "$ref"]
@@ -122,7 +128,11 @@ import Testing
         #expect(try parameters("ChatMessages", "latest").contains("#/components/parameters/Table"))
         #expect(try !parameters("Demo", "getItem").contains("#/components/parameters/Table"))
         #expect(at("components", "parameters", "RequiredUser", "required") == true)
-        #expect(at("components", "parameters", "RequiredUser", "schema", "pattern")?.stringValue == "^[!-~]{1,128}$")
+        #expect(at("components", "parameters", "RequiredUser", "schema", "pattern")?.stringValue == Gateway.userHeaderPattern)
+        // Every DAO operation and the transaction declare X-Int64-Format.
+        #expect(try parameters("Demo", "getItem").contains("#/components/parameters/Int64Format"))
+        #expect(at("paths", "/transaction", "post", "parameters")?.arrayValue?.contains { $0[member: "$ref"] == "#/components/parameters/Int64Format" } == true)
+        #expect(at("components", "parameters", "Int64Format", "name") == "X-Int64-Format")
         #expect(at("components", "parameters", "Table", "required") == true)
     }
 
@@ -134,23 +144,23 @@ import Testing
     }
 
     @Test func theServiceOperationsAreDescribed() throws {
-        for (path, method, id) in [("/transaction", "post", "transaction"), ("/modules", "get", "listModules"),
-                                   ("/modules/{module}", "get", "describeModule"), ("/modules/{module}/table", "delete", "deleteTable"),
-                                   ("/modules/{module}/vacuum", "post", "vacuum"), ("/healthz", "get", "health")] {
+        for (path, method, id) in [("/transaction", "post", "daogate_transaction"), ("/modules", "get", "daogate_listModules"),
+                                   ("/modules/{module}", "get", "daogate_describeModule"), ("/modules/{module}/table", "delete", "daogate_deleteTable"),
+                                   ("/modules/{module}/vacuum", "post", "daogate_vacuum"), ("/healthz", "get", "daogate_health")] {
             #expect(at("paths", path, method, "operationId")?.stringValue == id, "\(method) \(path)")
         }
         #expect(at("paths", "/modules/{module}/table", "delete", "security") != nil)
     }
 
     @Test func theStorageLayersAreDescribedPerSpace() throws {
-        for (path, method, id) in [("/kv/common/{business}/{key}", "get", "kvGetCommon"), ("/kv/user/{business}/{key}", "put", "kvPutUser"),
-                                   ("/kv/user/{business}", "get", "kvListUser"),
-                                   ("/lru/memory/user/{cache}/entries/{key}", "get", "memoryCacheGetUser"),
-                                   ("/lru/memory/common/{cache}/peek", "get", "memoryCachePeekCommon"),
-                                   ("/lru/disk/user/{cache}", "put", "diskCacheCreateUser"),
-                                   ("/lru/disk/common/{cache}/remove", "post", "diskCacheRemoveMatchingCommon"),
-                                   ("/storage/purge", "post", "purgeStorage"), ("/storage/reset", "post", "resetStorage"),
-                                   ("/storages", "get", "listStorages")] {
+        for (path, method, id) in [("/kv/common/{business}/{key}", "get", "kv_getCommon"), ("/kv/user/{business}/{key}", "put", "kv_putUser"),
+                                   ("/kv/user/{business}", "get", "kv_listUser"),
+                                   ("/lru/memory/user/{cache}/entries/{key}", "get", "memoryCache_getUser"),
+                                   ("/lru/memory/common/{cache}/peek", "get", "memoryCache_peekCommon"),
+                                   ("/lru/disk/user/{cache}", "put", "diskCache_createUser"),
+                                   ("/lru/disk/common/{cache}/remove", "post", "diskCache_removeMatchingCommon"),
+                                   ("/storage/purge", "post", "storage_purgeStorage"), ("/storage/reset", "post", "storage_resetStorage"),
+                                   ("/storages", "get", "storage_listStorages")] {
             #expect(at("paths", path, method, "operationId")?.stringValue == id, "\(method) \(path)")
         }
         // X-User-Id is required in the user space only.
@@ -163,5 +173,104 @@ import Testing
         #expect(at("components", "schemas", "KVType", "enum")?.arrayValue?.count == 7)
         #expect(at("components", "responses", "Problem507") != nil)
         #expect(at("paths", "/lru/memory/user/{cache}/entries/{key}", "put", "responses", "507") != nil)
+    }
+
+    /// Every schema in the document, with its JSON pointer.
+    func schemas() -> [(String, Value)] {
+        var found: [(String, Value)] = []
+        func walk(_ value: Value, _ pointer: String, inSchema: Bool) {
+            if let object = value.objectValue {
+                if inSchema { found.append((pointer, value)) }
+                for (key, member) in object {
+                    let schemaKeys: Set<String> = ["schema", "items", "additionalProperties"]
+                    let mapKeys: Set<String> = ["properties", "schemas"]
+                    if mapKeys.contains(key), let members = member.objectValue {
+                        for (name, schema) in members { walk(schema, "\(pointer)/\(key)/\(name)", inSchema: true) }
+                    } else if ["oneOf", "anyOf", "allOf"].contains(key), let branches = member.arrayValue {
+                        for (index, branch) in branches.enumerated() { walk(branch, "\(pointer)/\(key)/\(index)", inSchema: true) }
+                    } else {
+                        walk(member, "\(pointer)/\(key)", inSchema: schemaKeys.contains(key))
+                    }
+                }
+            } else if let array = value.arrayValue {
+                for (index, element) in array.enumerated() { walk(element, "\(pointer)/\(index)", inSchema: false) }
+            }
+        }
+        walk(document, "#", inSchema: false)
+        return found
+    }
+
+    /// Issue 12's defects: what common generators cannot read is nowhere in the document.
+    @Test func everySchemaIsOneCommonGeneratorsRead() throws {
+        for (pointer, schema) in schemas() {
+            // No null branch beside a $ref (Swift drops it), no const or one-value enum on a boolean (Rust cannot read it).
+            for key in ["oneOf", "anyOf"] {
+                for branch in schema[member: key]?.arrayValue ?? [] {
+                    #expect(branch[member: "type"] != "null", "\(pointer): a null branch")
+                    #expect(branch[member: "$ref"] != nil, "\(pointer): an untitled inline branch")
+                }
+            }
+            let isBoolean = schema[member: "type"] == "boolean" || schema[member: "type"] == ["boolean", "null"]
+            #expect(!(isBoolean && (schema[member: "const"] != nil || schema[member: "enum"] != nil)), "\(pointer): a constant boolean")
+        }
+        #expect(at("components", "schemas", "WriteResult", "properties", "ok", "type") == "boolean")
+        #expect(at("components", "schemas", "RemoveAll", "properties", "all", "type") == "boolean")
+    }
+
+    /// A transaction's arguments and results are titled components; the two
+    /// results are told apart by their required members.
+    @Test func theTransactionsSchemasAreTitledComponents() throws {
+        let call = try #require(at("paths", "/transaction", "post", "requestBody", "content", "application/json", "schema", "properties", "calls", "items"))
+        #expect(call[member: "properties"]?[member: "arguments"]?[member: "oneOf"]
+            == [["$ref": "#/components/schemas/ArgumentsByName"], ["$ref": "#/components/schemas/ArgumentsByPosition"]])
+        let results = at("paths", "/transaction", "post", "responses", "200", "content", "application/json", "schema", "properties", "results", "items")
+        #expect(results?[member: "oneOf"] == [["$ref": "#/components/schemas/SelectResult"], ["$ref": "#/components/schemas/WriteResult"]])
+        #expect(at("components", "schemas", "SelectResult", "required") == ["result"])
+        #expect(at("components", "schemas", "SelectResult", "additionalProperties") == false)
+        #expect(at("components", "schemas", "WriteResult", "required") == ["ok", "changes", "lastInsertRowId"])
+        #expect(at("components", "schemas", "WriteResult", "additionalProperties") == false)
+        for name in ["ArgumentsByName", "ArgumentsByPosition", "SelectResult", "WriteResult"] {
+            #expect(at("components", "schemas", name, "title")?.stringValue == name)
+        }
+    }
+
+    /// A class is one component for arguments and results alike; a row shape
+    /// several methods give is one component; a body the common and user
+    /// routes share is one component.
+    @Test func oneComponentPerClassRowAndBody() throws {
+        #expect(try body("Messages", "insertMessage")[member: "properties"]?[member: "model"]?[member: "$ref"] == "#/components/schemas/MessageModel")
+        #expect(try body("Messages", "addMessages")[member: "properties"]?[member: "messages"]?[member: "items"]?[member: "$ref"]
+            == "#/components/schemas/MessageModel")
+        // The argument's members and the columns' alike.
+        #expect(at("components", "schemas", "MessageModel", "properties", "msgId") != nil)
+        #expect(at("components", "schemas", "MessageModel", "properties", "id") != nil)
+        #expect(at("components", "schemas", "MessageModel", "properties", "read", "type") == ["boolean", "null"])
+        for method in ["byIds", "findBooks", "searchActive", "sorted"] {
+            let items = try operation("Books", method)[member: "responses"]?[member: "200"]?[member: "content"]?[member: "application/json"]?[member: "schema"]?[member: "properties"]?[member: "result"]?[member: "items"]
+            #expect(items?[member: "$ref"] == "#/components/schemas/BooksRow", "Books.\(method)")
+        }
+        #expect(at("components", "schemas", "BooksRow", "properties", "featured", "type") == ["integer", "null"])
+        let user = at("paths", "/kv/user/{business}/{key}", "put", "requestBody", "content", "application/json", "schema", "$ref")
+        let common = at("paths", "/kv/common/{business}/{key}", "put", "requestBody", "content", "application/json", "schema", "$ref")
+        #expect(user == "#/components/schemas/KVPut" && common == user)
+        let removal = at("paths", "/lru/memory/user/{cache}/remove", "post", "requestBody", "content", "application/json", "schema", "oneOf")
+        #expect(removal?.arrayValue?.compactMap { $0[member: "$ref"]?.stringValue }
+            == ["RemoveKeys", "RemovePrefix", "RemoveSuffix", "RemoveRegex", "RemoveAll"].map { "#/components/schemas/\($0)" })
+    }
+
+    /// servers, declared tags, a license, one operationId style, the wording.
+    @Test func theDocumentsOwnMembers() throws {
+        #expect(at("servers")?.arrayValue?.first?[member: "url"] == "http://127.0.0.1:8080")
+        #expect(at("info", "license", "name") != nil)
+        let declared = Set(at("tags")?.arrayValue?.compactMap { $0[member: "name"]?.stringValue } ?? [])
+        for (path, item) in try #require(at("paths")?.objectValue) {
+            for (_, operation) in item.objectValue ?? [:] where operation[member: "operationId"] != nil {
+                let tag = try #require(operation[member: "tags"]?.arrayValue?.first?.stringValue)
+                #expect(declared.contains(tag), "\(path): tag \(tag) is not declared")
+                let id = try #require(operation[member: "operationId"]?.stringValue)
+                #expect(id.hasPrefix(tag + "_") && !id.dropFirst(tag.count + 1).contains("_"), "\(path): \(id) is not {tag}_{name}")
+            }
+        }
+        #expect(try operation("Demo", "insertItem")[member: "description"]?.stringValue?.contains("An `insert`") == true)
     }
 }

@@ -83,6 +83,7 @@ public enum MethodDescriber {
                 statement.outlines(table: table, method: method).map(\.sql)
             }
         }
+        candidates += rawTextRenderings(of: method, table: table)
         var seen: Set<String> = []
         let prepared = candidates.filter { seen.insert($0).inserted }.compactMap {
             preparedColumns($0, database: database, rename: rename, encryptedColumns: encryptedColumns)
@@ -96,6 +97,30 @@ public enum MethodDescriber {
             columns[index].shape = encryptedWrites[columns[index].name]?.resolved ?? .any
         }
         return columns
+    }
+
+    /// Renderings with raw-text arguments (`@{x no ""}`) that SQL takes in
+    /// most places a name goes (`order by @{column no ""}`): each such argument
+    /// `1`, then each `rowid`, the optional ones also left out. The sample
+    /// calls' `a` is rarely a column, so without these a select that sorts by a
+    /// caller's column has no rows described; two of them giving the same
+    /// columns show that the raw text names none of them.
+    static func rawTextRenderings(of method: Method, table: String) -> [String] {
+        guard !method.rawTextArguments.isEmpty, let base = SQLCheck.sampleArguments(of: method).first else { return [] }
+        var calls: [[Value]] = []
+        for text in ["1", "rowid"] {
+            for leaveOut in [false, true] {
+                calls.append(method.arguments.enumerated().map { index, argument in
+                    guard method.rawTextArguments.contains(argument.name) else { return base[index] }
+                    return leaveOut && !argument.required ? .null : .string(text)
+                })
+            }
+        }
+        return calls.compactMap { arguments -> String? in
+            guard let frame = try? method.frame(arguments: .array(arguments)),
+                  let runs = try? method.render(frame: frame, table: table), let last = runs.last else { return nil }
+            return last.statements.last?.sql
+        }
     }
 
     /// The collections of `Method.requiredCollections` that an empty array

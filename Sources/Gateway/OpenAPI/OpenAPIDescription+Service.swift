@@ -6,32 +6,51 @@ import OpenAPIKit
 /// operations, and the service's own.
 extension OpenAPIDescription {
     mutating func addTransaction() {
+        addTransactionComponents()
         let call = JSONSchema.object(
             properties: [
                 "module": .string(allowedValues: modules.map { .init($0.name) }),
                 "method": .string,
-                "arguments": .any(of: .object(additionalProperties: .init(true)), .array(items: .fragment()), .null(),
-                                  required: false, description: "An object by name or an array by position."),
+                "arguments": .one(of: .reference(.component(named: "ArgumentsByName")), .reference(.component(named: "ArgumentsByPosition")),
+                                  required: false, description: "An object by name or an array by position; left out, none."),
                 "table": .string(required: false, nullable: true, description: "The table of a template module (else X-Table-Name).",
                                  minLength: 1, maxLength: 128, pattern: Self.identifierPattern),
             ],
             additionalProperties: .init(false))
-        let result = JSONSchema.any(of: [
-            .object(properties: ["result": .fragment(description: "A select's result.")], additionalProperties: .init(false)),
-            .reference(.component(named: "WriteResult")),
-        ])
+        let result = JSONSchema.one(of: [.reference(.component(named: "SelectResult")), .reference(.component(named: "WriteResult"))])
         let operation = OpenAPI.Operation(
             tags: ["daogate"],
             summary: "Run several calls in one transaction",
             description: "The calls run in order in one transaction of one database, all or nothing; on a failure the problem's `call` is the index of the failing call.",
             operationId: "transaction",
-            parameters: [.reference(.component(named: "OptionalUser")), .reference(.component(named: "Storage"))],
+            parameters: [.reference(.component(named: "OptionalUser")), .reference(.component(named: "Storage")),
+                         .reference(.component(named: "Int64Format"))],
             requestBody: OpenAPI.Request(
                 content: [.json: .init(OpenAPI.Content(schema: .object(properties: ["calls": .array(items: call)], additionalProperties: .init(false))))],
                 required: true),
             responses: responses(.object(properties: ["results": .array(items: result)], additionalProperties: .init(false)),
                                  errors: [400, 404, 409, 413, 415, 500, 503]))
         paths["/transaction"] = .init(OpenAPI.PathItem(post: operation))
+    }
+
+    /// The transaction's schemas as titled components, so that generated
+    /// clients get named types (not `value1`/`case1`): the two forms of a
+    /// call's arguments, and the two results a call gives, which the
+    /// server's JSON tells apart by their required members (`result`, or
+    /// `ok`, `changes` and `lastInsertRowId`), neither accepting the other's.
+    /// A call's `arguments` may be null in the request (none), which the
+    /// description leaves out: no common generator reads a null branch beside `$ref`s.
+    mutating func addTransactionComponents() {
+        components.schemas["ArgumentsByName"] = .object(
+            title: "ArgumentsByName", description: "A call's arguments by name, as the method's own request body describes them.",
+            additionalProperties: .init(true))
+        components.schemas["ArgumentsByPosition"] = .array(
+            title: "ArgumentsByPosition", description: "A call's arguments by position, in the order the method declares them.",
+            items: .fragment(description: "any JSON value"))
+        components.schemas["SelectResult"] = .object(
+            title: "SelectResult", description: "What a select gives in a transaction: its result, as the method's own response describes it.",
+            properties: ["result": .fragment(description: "The select's result.")],
+            additionalProperties: .init(false))
     }
 
     mutating func addIntrospectionAndProxyOperations() {

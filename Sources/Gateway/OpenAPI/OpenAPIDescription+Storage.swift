@@ -76,6 +76,14 @@ extension OpenAPIDescription {
         let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema,
                                                    description: "The key; a `/` in it is sent as %2F."))
         let entry = JSONSchema.reference(.component(named: "KVEntry"))
+        // One component per body, shared by the common and user routes: one type in a generated client.
+        let putBody = named("KVPut", ["value": .fragment(description: "Not null; of the type."),
+                         "type": .reference(.component(named: "KVType"), required: false),
+                         "encrypted": .boolean(required: false, nullable: true),
+                         "purgeable": .boolean(required: false, nullable: true)])
+        let deleted = named("Deleted", ["deleted": .boolean])
+        let keyList = named("KVKeyList", ["keys": .array(items: .reference(.component(named: "KVKey")))])
+        let deletedCount = named("DeletedCount", ["deleted": .integer(format: .int64)])
         for space in StorageSpace.allCases {
             let suffix = Self.suffix(space), words = Self.spaceWords(space)
             let parameters = spaceParameters(space)
@@ -95,42 +103,58 @@ extension OpenAPIDescription {
                     tags: ["kv"], summary: "Set a value (\(space.rawValue))",
                     description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
                     operationId: "kvPut\(suffix)", parameters: parameters,
-                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                        properties: ["value": .fragment(description: "Not null; of the type."),
-                                     "type": .reference(.component(named: "KVType"), required: false),
-                                     "encrypted": .boolean(required: false, nullable: true),
-                                     "purgeable": .boolean(required: false, nullable: true)],
-                        additionalProperties: .init(false))))], required: true),
+                    requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: putBody))], required: true),
                     responses: responses(entry, errors: [400, 413, 415, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
-                    responses: responses(.object(properties: ["deleted": .boolean], additionalProperties: .init(false)), errors: [400, 500, 503]))))
+                    responses: responses(deleted, errors: [400, 500, 503]))))
             paths[OpenAPI.Path(rawValue: "/kv/\(space.rawValue)/{business}")] = .init(OpenAPI.PathItem(
                 parameters: [business],
                 get: OpenAPI.Operation(
                     tags: ["kv"], summary: "List a business's keys (\(space.rawValue))", operationId: "kvList\(suffix)",
                     parameters: parameters + [.init(OpenAPI.Parameter.query(name: "prefix", required: false, schema: .string))],
-                    responses: responses(.object(properties: ["keys": .array(items: .reference(.component(named: "KVKey")))],
-                                                 additionalProperties: .init(false)), errors: [400, 500, 503])),
+                    responses: responses(keyList, errors: [400, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",
                     parameters: parameters,
-                    responses: responses(.object(properties: ["deleted": .integer(format: .int64)], additionalProperties: .init(false)),
-                                         errors: [400, 500, 503]))))
+                    responses: responses(deletedCount, errors: [400, 500, 503]))))
         }
     }
 
     mutating func addCacheOperations() {
         let name = Parameter(OpenAPI.Parameter.path(name: "cache", schema: Self.cacheNameSchema))
         let key = Parameter(OpenAPI.Parameter.path(name: "key", schema: Self.keySchema, description: "The key; a `/` in it is sent as %2F."))
-        let ok = JSONSchema.object(properties: ["ok": .boolean, "evicted": .integer(format: .int64)], additionalProperties: .init(false))
-        let deleted = JSONSchema.object(properties: ["deleted": .boolean], additionalProperties: .init(false))
-        let removed = JSONSchema.object(properties: ["removed": .integer(format: .int64)], additionalProperties: .init(false))
-        let valueResult = JSONSchema.object(properties: ["value": .fragment()], additionalProperties: .init(false))
+        // One component per body, shared by the common and user routes (and by both kinds where they agree).
+        let ok = named("CacheSetResult", ["ok": .boolean, "evicted": .integer(format: .int64)])
+        let deleted = named("Deleted", ["deleted": .boolean])
+        let removed = named("RemovedCount", ["removed": .integer(format: .int64)])
+        let valueResult = named("CacheValue", ["value": .fragment()])
+        let setBody = named("CacheSet", ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true, minimum: (0, exclusive: false))])
+        let entries = named("CacheEntries", ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
+                                            additionalProperties: .init(true))])
+        let added = named("CacheAddResult", ["added": .integer(format: .int64), "evicted": .integer(format: .int64)])
+        let exists = named("CacheExists", ["exists": .boolean])
+        let peeked = named("CachePeek", ["entries": .array(items: .object(
+            properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
+            additionalProperties: .init(false)))])
+        // The ways to remove entries: titled components, told apart by their one required member.
+        let byKeys = named("RemoveKeys", ["keys": .array(items: Self.keySchema)])
+        let byPrefix = named("RemovePrefix", ["prefix": .string])
+        let bySuffix = named("RemoveSuffix", ["suffix": .string])
+        let byRegex = named("RemoveRegex", ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).",
+                                          maxLength: CallerRegex.maximumPatternLength)])
+        let byLike = named("RemoveLike", ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
+                         "escape": .string(required: false, minLength: 1, maxLength: 1)])
+        // A boolean, not `const: true`, which openapi-generator's rust turns into an enum that cannot read `true`; false is refused (400 invalid_value).
+        let all = named("RemoveAll", ["all": .boolean(description: "true: every entry (false is refused).")])
         for kind in ["memory", "disk"] {
             let isMemory = kind == "memory"
             let tag = isMemory ? "memoryCache" : "diskCache"
             let info = JSONSchema.reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo"))
+            var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
+            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            let create = named(isMemory ? "MemoryCacheCreate" : "DiskCacheCreate", createProperties)
+            let list = named(isMemory ? "MemoryCacheList" : "DiskCacheList", ["caches": .array(items: info)])
             let what = isMemory ? "memory cache (APLRUMemoryCache, lost at restart)" : "disk cache (APLRUDiskCache, a table of the database)"
             for space in StorageSpace.allCases {
                 let suffix = Self.suffix(space), parameters = spaceParameters(space)
@@ -138,10 +162,7 @@ extension OpenAPIDescription {
                 paths[OpenAPI.Path(rawValue: base)] = .init(OpenAPI.PathItem(get: OpenAPI.Operation(
                     tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
                     parameters: parameters,
-                    responses: responses(.object(properties: ["caches": .array(items: info)], additionalProperties: .init(false)),
-                                         errors: [400, 500, 503]))))
-                var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
-                if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+                    responses: responses(list, errors: [400, 500, 503]))))
                 paths[OpenAPI.Path(rawValue: "\(base)/{cache}")] = .init(OpenAPI.PathItem(
                     parameters: [name],
                     get: OpenAPI.Operation(
@@ -152,8 +173,7 @@ extension OpenAPIDescription {
                         description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
                             + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
                         operationId: "\(tag)Create\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: createProperties, additionalProperties: .init(false))))], required: true),
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: create))], required: true),
                         responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
                     delete: OpenAPI.Operation(
                         tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
@@ -169,10 +189,7 @@ extension OpenAPIDescription {
                         tags: [tag], summary: "Set an entry (\(space.rawValue))",
                         description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
                         operationId: "\(tag)Set\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: ["value": .fragment(), "expire": .number(format: .double, required: false, nullable: true,
-                                                                                 minimum: (0, exclusive: false))],
-                            additionalProperties: .init(false))))], required: true),
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: setBody))], required: true),
                         responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
                     delete: OpenAPI.Operation(
                         tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
@@ -183,27 +200,12 @@ extension OpenAPIDescription {
                         tags: [tag], summary: "Add entries (\(space.rawValue))",
                         description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
                         operationId: "\(tag)Add\(suffix)", parameters: parameters,
-                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
-                            properties: ["entries": .object(description: "Key → value; keys as the key parameter's (1 to 1024 characters, no control characters).",
-                                                            additionalProperties: .init(true))],
-                            additionalProperties: .init(false))))], required: true),
-                        responses: responses(.object(properties: ["added": .integer(format: .int64), "evicted": .integer(format: .int64)],
-                                                     additionalProperties: .init(false)),
-                                             errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                        requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: entries))], required: true),
+                        responses: responses(added, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
                     delete: OpenAPI.Operation(
                         tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
                         parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503]))))
-                let ways: [JSONSchema] = isMemory
-                    ? [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                       .object(properties: ["prefix": .string], additionalProperties: .init(false)),
-                       .object(properties: ["suffix": .string], additionalProperties: .init(false)),
-                       .object(properties: ["regex": .string(description: "A regular expression the whole key matches (RE2 syntax, as the table deletion's pattern).", maxLength: CallerRegex.maximumPatternLength)],
-                               additionalProperties: .init(false)),
-                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
-                    : [.object(properties: ["keys": .array(items: Self.keySchema)], additionalProperties: .init(false)),
-                       .object(properties: ["like": .string(description: "An SQLite LIKE pattern of keys (% and _).", minLength: 1, maxLength: DiskCaches.maximumPatternLength),
-                                            "escape": .string(required: false, minLength: 1, maxLength: 1)], additionalProperties: .init(false)),
-                       .object(properties: ["all": .boolean(allowedValues: [true])], additionalProperties: .init(false))]
+                let ways = isMemory ? [byKeys, byPrefix, bySuffix, byRegex, all] : [byKeys, byLike, all]
                 paths[OpenAPI.Path(rawValue: "\(base)/{cache}/remove")] = .init(OpenAPI.PathItem(
                     parameters: [name],
                     post: OpenAPI.Operation(
@@ -219,8 +221,7 @@ extension OpenAPIDescription {
                         tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
                         description: "Without touching the order; an expired entry is not there.",
                         operationId: "\(tag)Exists\(suffix)", parameters: parameters,
-                        responses: responses(.object(properties: ["exists": .boolean], additionalProperties: .init(false)),
-                                             errors: [400, 404, 500]))))
+                        responses: responses(exists, errors: [400, 404, 500]))))
                 paths[OpenAPI.Path(rawValue: "\(base)/{cache}/peek")] = .init(OpenAPI.PathItem(
                     parameters: [name],
                     get: OpenAPI.Operation(
@@ -232,9 +233,7 @@ extension OpenAPIDescription {
                                                           schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
                             .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
                         ],
-                        responses: responses(.object(properties: ["entries": .array(items: .object(
-                            properties: ["key": .string, "value": .fragment(), "expire": .number(format: .double)],
-                            additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [400, 404, 500]))))
+                        responses: responses(peeked, errors: [400, 404, 500]))))
             }
         }
     }

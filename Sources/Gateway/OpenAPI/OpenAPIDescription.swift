@@ -17,6 +17,12 @@ public struct OpenAPIDescription {
     let descriptions: [String: [String: MethodDescription]]
     var components = OpenAPI.Components()
     var paths = OpenAPI.PathItem.Map()
+    /// The classes some argument takes: their components accept members they do not list.
+    var argumentClasses: Set<String> = []
+    /// The row shapes of `{}` array results, by module, with how many methods give each.
+    var rowShapes: [String: [(columns: [JSONShape.Property], count: Int)]] = [:]
+    /// The second pass over the methods: components are complete, so shared rows and nullable classes are final.
+    var finalPass = false
 
     public init(modules: [Module], descriptions: [String: [String: MethodDescription]]) {
         self.modules = modules.sorted { $0.name < $1.name }
@@ -29,9 +35,14 @@ public struct OpenAPIDescription {
                                 version: String, jwt: Bool = false) -> OpenAPI.Document {
         var builder = OpenAPIDescription(modules: modules, descriptions: descriptions)
         builder.addCommonComponents()
-        for module in builder.modules {
-            for method in module.methods where method.name != module.initializer {
-                builder.addMethod(method, of: module)
+        // Twice: the first pass gathers each class's members and the row shapes
+        // methods share, the second writes every method with them complete.
+        for pass in 0..<2 {
+            builder.finalPass = pass == 1
+            for module in builder.modules {
+                for method in module.methods where method.name != module.initializer {
+                    builder.addMethod(method, of: module)
+                }
             }
         }
         builder.addStorageComponents()
@@ -42,6 +53,7 @@ public struct OpenAPIDescription {
         builder.addCleanupOperations()
         builder.addService()
         if jwt { builder.requireBearer() }
+        builder.unifyOperationIDs()
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,
             info: OpenAPI.Document.Info(
@@ -50,18 +62,20 @@ public struct OpenAPIDescription {
                     Every method of every DAO module as a POST endpoint. Arguments are a JSON object by name \
                     (as described here) or a JSON array by position. X-User-Id routes a call to the caller's own \
                     database. Integers are exact 64-bit values (a JSON integer beyond them is 400 invalid_json); \
-                    send X-Int64-Format: string to receive those beyond ±(2^53 − 1) as strings. Binary values are \
+                    a client whose numbers are doubles (JavaScript) may send X-Int64-Format: string (declared on the operations it affects) to receive those beyond ±(2^53 − 1) as decimal strings, outside the integer types described here. Binary values are \
                     base64 text. An argument marked x-daogate-raw-text is SQL text held to the raw-text rule. \
                     Errors are RFC 9457 application/problem+json with a stable code.
                     """,
+                license: Self.license,
                 version: version),
-            servers: [],
+            servers: [OpenAPI.Server(url: URL(string: "http://127.0.0.1:8080")!,
+                                     description: "make serve's default; a generated client takes the server's URL as a setting.")],
             paths: builder.paths,
             components: builder.components,
             security: [],
             tags: builder.modules.map { module in
                 OpenAPI.Tag(name: module.name, description: "The \(module.name) module (\(module.tableName.map { "table \($0)" } ?? (module.isTemplate ? "table per call" : "no table")), version \(module.version)).")
-            }
+            } + builder.serviceTags()
         )
     }
 
@@ -94,7 +108,7 @@ public struct OpenAPIDescription {
                 let required = argument.required || method.requiredCollections.contains(argument.name)
                 anyRequired = anyRequired || required
                 let nonEmpty = description?.nonEmptyCollections.contains(argument.name) == true
-                var property = schema(shape, nullable: !required, required: required, minItems: nonEmpty ? 1 : nil)
+                var property = argumentSchema(shape, required: required, minItems: nonEmpty ? 1 : nil)
                 if method.rawTextArguments.contains(argument.name) {
                     property = property.with(description: Self.rawTextDescription).with(vendorExtensions: ["x-daogate-raw-text": true])
                 }
@@ -118,7 +132,7 @@ public struct OpenAPIDescription {
         let documentation = method.documentation?.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
         let summary = documentation?.first.map { String($0) } ?? "\(method.kind.rawValue.capitalized) \(method.name) of \(module.name)"
         var details = [documentation?.dropFirst().joined(separator: " ")].compactMap { $0 }.filter { !$0.isEmpty }
-        details.append("A `\(method.kind.rawValue)` of module \(module.name)" + (method.result.map { ", result `\($0)`" } ?? "") + ".")
+        details.append("\(method.kind == .insert ? "An" : "A") `\(method.kind.rawValue)` of module \(module.name)" + (method.result.map { ", result `\($0)`" } ?? "") + ".")
         if method.foreach != nil { details.append("It runs once per element of its collection, all in one transaction.") }
         let adminOnly = module.isAdminOnly(method: method.name)
         if adminOnly { details.append("Declared access=\"admin\": only an admin may call it.") }
@@ -127,7 +141,7 @@ public struct OpenAPIDescription {
             summary: summary,
             description: details.joined(separator: " "),
             operationId: "\(module.name)_\(method.name)",
-            parameters: parameters,
+            parameters: parameters + [.reference(.component(named: "Int64Format"))],
             requestBody: requestBody,
             responses: responses(success, errors: [400, 409, 413, 415, 500, 503] + (adminOnly ? [401, 403] : [])),
             security: adminOnly ? [[.component(named: "admin"): []]] : nil)
@@ -140,7 +154,7 @@ public struct OpenAPIDescription {
         case .scalar(let scalar):
             return schema(shape(of: scalar), nullable: true)
         case .row:
-            return rowSchema(columns, nullable: single, title: nil)
+            return rowSchema(columns, nullable: single, module: module)
         case .object(let className):
             addComponent(named: className, columns: columns, description: "An object of class \(className).")
             return reference(className, nullable: single)
@@ -153,31 +167,80 @@ public struct OpenAPIDescription {
         }
     }
 
-    /// A named object schema; methods returning the same class add their columns
-    /// to it. Its title is its name, which generated clients name models after.
-    mutating func addComponent(named name: String, columns: [JSONShape.Property]?, description: String) {
+    /// A named object schema, one per class (`AType`) or map (`:AMap`), used by
+    /// the results and the arguments of that class alike; each use adds the
+    /// members it knows. Its title is its name, which generated clients name
+    /// models after. A class some argument takes accepts members it does not
+    /// list (the engine ignores them), as does one whose columns are unknown.
+    mutating func addComponent(named name: String, columns: [JSONShape.Property]?, description: String, argument: Bool = false) {
         let key = OpenAPI.ComponentKey(rawValue: name)!
         var properties = OrderedDictionary<String, JSONSchema>()
+        var open = columns == nil || argument
         if case .object(_, let context)? = components.schemas[key]?.value {
             properties = context.properties
+            if case .a(false)? = context.additionalProperties {} else { open = true }
         }
+        if argument { argumentClasses.insert(name) }
         for column in columns ?? [] where properties[column.name] == nil {
             properties[column.name] = schema(column.shape, nullable: true, required: false)
         }
-        components.schemas[key] = .object(title: name, description: description, properties: properties,
-                                          additionalProperties: .init(columns == nil))
+        let existing = components.schemas[key]?.description
+        components.schemas[key] = .object(title: name, description: existing ?? description, properties: properties,
+                                          additionalProperties: .init(open))
     }
 
-    func rowSchema(_ columns: [JSONShape.Property]?, nullable: Bool, title: String?) -> JSONSchema {
+    /// A `{}` row: inline when single (it may be null) or given by one method;
+    /// a component (`{Module}Row`, `{Module}Row2`, …) when several methods of
+    /// the module give rows of the same columns, so clients get one type.
+    mutating func rowSchema(_ columns: [JSONShape.Property]?, nullable: Bool, module: Module) -> JSONSchema {
         guard let columns else { return .object(nullable: nullable, additionalProperties: .init(true)) }
         var properties = OrderedDictionary<String, JSONSchema>()
         for column in columns { properties[column.name] = schema(column.shape, nullable: true, required: false) }
-        return .object(nullable: nullable, title: title, properties: properties, additionalProperties: .init(false))
+        let inline = JSONSchema.object(nullable: nullable, properties: properties, additionalProperties: .init(false))
+        guard !nullable else { return inline }
+        var shapes = rowShapes[module.name] ?? []
+        let index = shapes.firstIndex { $0.columns == columns }
+        guard finalPass else {
+            if let index { shapes[index].count += 1 } else { shapes.append((columns, 1)) }
+            rowShapes[module.name] = shapes
+            return inline
+        }
+        let shared = shapes.enumerated().filter { $0.element.count > 1 }
+        guard let index, let rank = shared.firstIndex(where: { $0.offset == index }) else { return inline }
+        let name = "\(module.name)Row" + (rank == 0 ? "" : String(rank + 1))
+        components.schemas[OpenAPI.ComponentKey(rawValue: name)!] = .object(
+            title: name, description: "A row of module \(module.name) that several of its methods give.",
+            properties: properties, additionalProperties: .init(false))
+        return .reference(.component(named: name))
     }
 
+    /// A class result that may be null. swift-openapi-generator drops a
+    /// `oneOf: [$ref, {type: null}]` (apple/swift-openapi-generator#817), and
+    /// a `$ref` beside `type: [object, null]` does not validate null, so a
+    /// nullable class is written inline: the component's members, complete
+    /// in the final pass, under `type: [object, null]`.
     func reference(_ name: String, nullable: Bool) -> JSONSchema {
-        let target = JSONSchema.reference(.component(named: name))
-        return nullable ? .one(of: [target, .null()]) : target
+        guard nullable else { return .reference(.component(named: name)) }
+        let component = components.schemas[OpenAPI.ComponentKey(rawValue: name)!]
+        guard case .object(_, let context)? = component?.value else { return .object(nullable: true) }
+        return .object(nullable: true, description: "An object of class \(name) (the members of #/components/schemas/\(name)), or null when no row matches.",
+                       properties: context.properties, additionalProperties: context.additionalProperties)
+    }
+
+    /// An argument's schema: an object or array of objects of a known class
+    /// refers to that class's component (non-null: the engine reads a class's
+    /// members, which null has none of).
+    mutating func argumentSchema(_ shape: JSONShape, required: Bool, minItems: Int?) -> JSONSchema {
+        switch shape {
+        case .object(let properties, let className?):
+            addComponent(named: className, columns: properties, description: "An object of class \(className).", argument: true)
+            return .reference(.component(named: className), required: required)
+        case .array(.object(let properties, let className?)):
+            addComponent(named: className, columns: properties, description: "An object of class \(className).", argument: true)
+            return .array(required: required, nullable: !required, minItems: minItems, items: .reference(.component(named: className)))
+        default:
+            return schema(shape, nullable: !required, required: required, minItems: minItems)
+        }
     }
 
     func shape(of scalar: ScalarType) -> JSONShape {
@@ -236,8 +299,11 @@ public struct OpenAPIDescription {
         or ASC/DESC; else 400 unsafe_inline. A name SQLite does not know is 400 invalid_arguments.
         """
 
-    /// What a user id may be (`UserID`): 1 to 128 visible ASCII characters.
-    static let userSchema = JSONSchema.string(minLength: 1, maxLength: 128, pattern: UserID.pattern)
+    /// What `X-User-Id` may be: 1 to 128 visible ASCII characters (`UserID`), each
+    /// as itself or as its `%XX` escape (`Gateway.decodedUserHeader`); `%` only begins one.
+    static let userSchema = JSONSchema.string(
+        description: "1 to 128 visible ASCII characters (! to ~), each as itself or percent-encoded (%40 for @; % itself only as %25).",
+        minLength: 1, maxLength: Gateway.maximumUserHeaderLength, pattern: Gateway.userHeaderPattern)
     /// What a table name may look like (the keyword rule aside).
     /// An identifier: what table names and cache names are.
     static let identifierPattern = "^[A-Za-z_][A-Za-z0-9_]*$"
@@ -269,9 +335,9 @@ public struct OpenAPIDescription {
             ],
             additionalProperties: .init(true))
         components.schemas["WriteResult"] = .object(
-            title: "WriteResult", description: "The reference's APDAOResult.",
+            title: "WriteResult", description: "The reference's APDAOResult: what an insert, update or delete gives.",
             properties: [
-                "ok": .boolean(allowedValues: [true]),
+                "ok": .boolean(description: "Always true: a call that fails answers a problem instead."),
                 "changes": .integer(format: .int64, description: "Rows inserted, updated or deleted."),
                 "lastInsertRowId": .integer(format: .int64, description: "The rowid of the last row this call inserted, 0 when none."),
             ],
@@ -293,6 +359,15 @@ public struct OpenAPIDescription {
         components.parameters["Table"] = .init(OpenAPI.Parameter.header(
             name: "X-Table-Name", required: true, schema: Self.tableSchema,
             description: "The table of this template module (not an SQL keyword, not starting with sqlite_ or daogate_, not TableVersions)."))
+        components.parameters["Int64Format"] = .init(OpenAPI.Parameter.header(
+            name: Gateway.int64Header, required: false,
+            // A pattern, not an enum: openapi-python-client refuses an enum (a Literal) in a header.
+            schema: .string(pattern: "^([Nn][Uu][Mm][Bb][Ee][Rr]|[Ss][Tt][Rr][Ii][Nn][Gg])$"),
+            description: """
+                `number` (the default) or `string`, in any case. For clients whose numbers are doubles (JavaScript): with `string`, a 64-bit integer of the answer beyond \
+                ±(2^53 − 1) arrives as its decimal string, which the integer types described here do not include. \
+                A client of a language with 64-bit integers does not send it.
+                """))
         components.securitySchemes["admin"] = .init(OpenAPI.SecurityScheme(
             type: .http(scheme: "bearer", bearerFormat: nil), description: "The admin token the server was started with."))
     }

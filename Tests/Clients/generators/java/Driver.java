@@ -82,6 +82,7 @@ public final class Driver {
             } catch (InvocationTargetException thrown) {
                 if (!(thrown.getCause() instanceof ApiException)) throw thrown;
                 ApiException error = (ApiException) thrown.getCause();
+                if (error.getResponseBody() == null) throw new IllegalStateException(op + ": " + error.getMessage(), error);
                 line.put("status", error.getCode());
                 line.set("body", mapper.valueToTree(mapper.readValue(error.getResponseBody(), Problem.class)));
             }

@@ -39,6 +39,7 @@ extension Gateway {
         "/healthz",
         "/openapi.json",
         "/events",
+        "/changes",
         "/metrics",
     ]
 

@@ -24,6 +24,8 @@ public struct GatewayConfiguration: Sendable {
     public var separateMetrics: Bool
     /// Who the caller is: `X-User-Id` as sent, or a verified JWT's claim.
     public var authentication: Authentication
+    /// The limits of `GET /changes` streams.
+    public var changeStreams = ChangeStreamLimits()
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
@@ -54,6 +56,7 @@ public struct GatewayConfiguration: Sendable {
 /// | `POST /modules/{module}/vacuum` | vacuum the database |
 /// | `GET`/`PUT /modules/{module}/globals` | global arguments (admin) |
 /// | `GET /events` | table events |
+/// | `GET /changes` | committed changes, as Server-Sent Events (Gateway+Changes.swift) |
 /// | `GET /metrics` | counters (admin; or on the metrics address, `metricsResponder`) |
 /// | `GET /healthz`, `GET /openapi.json` | health, description |
 public final class Gateway: HTTPResponder {
@@ -68,6 +71,8 @@ public final class Gateway: HTTPResponder {
     let memoryCaches: MemoryCaches
     let diskCaches: DiskCaches
     var clock: StorageClock { configuration.clock }
+    /// The open `GET /changes` streams.
+    let changeStreams: ChangeStreams
 
     /// The header naming the caller's user (their own storage).
     public static let userHeader = "X-User-Id"
@@ -84,6 +89,7 @@ public final class Gateway: HTTPResponder {
         self.engine = engine
         self.events = events
         self.configuration = configuration
+        self.changeStreams = ChangeStreams(feed: engine.changes, limits: configuration.changeStreams)
         self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock)
         self.memoryCaches = MemoryCaches(limits: configuration.memoryCaches)
         self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
@@ -184,6 +190,8 @@ public final class Gateway: HTTPResponder {
                 everything = true
             }
             return json(events.summary(user: caller.user, everything: everything))
+        case (_, "changes") where parts.count == 1:
+            return try changesRoute(request)
         case (_, "metrics") where parts.count == 1:
             guard !configuration.separateMetrics else {
                 throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")

@@ -33,6 +33,7 @@ public struct Problem: Error, Sendable {
             "invalid_path": 400, "duplicate_header": 400, "invalid_request": 400, "unsupported_transfer_coding": 501,
         ]
         statuses.merge(Gateway.authenticationCodes) { current, _ in current }
+        statuses.merge(Gateway.changeFeedCodes) { current, _ in current }
         for code in RenderError.Code.allCases { statuses[code.rawValue] = 400 }
         for code in EngineError.Code.allCases where code != .invalidArguments {
             statuses[code.rawValue] = status(of: code)

@@ -160,22 +160,26 @@ final class ChangeStreams: Sendable {
         }
         startHeartbeats()
         feed.subscribe(listener, to: locations, after: resumeAfter.map { $0 ?? .max }) { resumption, lastID in
-            var preamble = Array("retry: 2000\n\n".utf8)
+            let retry = Array("retry: 2000\n\n".utf8)
+            let reset = { (reason: String) in
+                retry + Self.event(self.eventID(lastID), "reset", [
+                    "reason": .string(reason + "; reload, then follow from this id"), "id": .string(self.eventID(lastID)),
+                ])
+            }
             switch resumption {
             case .reset:
-                preamble += Self.event(eventID(lastID), "reset", [
-                    "reason": .string("the last event id is unknown or older than the window; reload, then follow from this id"),
-                    "id": .string(eventID(lastID)),
-                ])
+                stream.send(reset("the last event id is unknown or older than the window"))
             case .resumed(let missed):
+                var preamble = retry
                 if resumeAfter == nil {
                     preamble += Self.event(eventID(lastID), "ready", ["id": .string(eventID(lastID))])
                 }
                 for event in missed {
                     if let text = text(of: event, filter: filter) { preamble += text }
                 }
+                // Missed events beyond the buffer would cut the stream off at once, and again at every retry.
+                stream.send(preamble.count > limits.bufferBytes / 2 ? reset("more was missed than a stream's buffer holds") : preamble)
             }
-            stream.send(preamble)
         }
         return stream
     }

@@ -18,7 +18,8 @@ import Synchronization
 /// Memory is bounded: bytes not yet taken by libmicrohttpd are at most
 /// `capacity`. A `send` that would go beyond drops them, queues
 /// `overflowNotice` instead and ends the stream (a slow consumer is cut off,
-/// never buffered without end). On a graceful stop the server ends every
+/// never buffered without end; the socket's send buffer is bounded alike,
+/// `makeStreamResponse`). On a graceful stop the server ends every
 /// open stream with `closingNotice`.
 public final class HTTPStream: Sendable {
     /// The most bytes held for the client at once.
@@ -52,6 +53,12 @@ public final class HTTPStream: Sendable {
         var pending: [UInt8] = []
         /// Bytes of `pending` already handed to libmicrohttpd.
         var taken = 0
+        /// Where each `send`'s bytes end in `pending`, past `taken`: a cut-off keeps whole sends only.
+        var ends: [Int] = []
+        /// Where the last send the client has whole ends (≤ `taken`).
+        var boundary = 0
+        /// Whether `taken` is inside a send's bytes (the client has part of it).
+        var midSend: Bool { taken > boundary }
         var ending = Ending.open
         /// The response is queued on this connection, until libmicrohttpd lets the response go.
         var connection: Connection?
@@ -60,6 +67,41 @@ public final class HTTPStream: Sendable {
         var released = false
 
         var held: Int { pending.count - taken }
+
+        /// Drops what was queued beyond the send the client has part of (so that it gets it whole), then
+        /// queues `last`.
+        mutating func cut(queueing last: [UInt8]) {
+            let kept = midSend ? Array(pending[taken..<(ends.first ?? pending.count)]) : []
+            pending = kept + last
+            taken = 0
+            boundary = 0
+            ends = kept.isEmpty ? [pending.count] : [kept.count, pending.count]
+        }
+
+        mutating func append(_ bytes: [UInt8]) {
+            if taken > 0 && taken >= pending.count / 2 {
+                pending.removeFirst(taken)
+                for index in ends.indices { ends[index] -= taken }
+                boundary -= taken
+                taken = 0
+            }
+            pending.append(contentsOf: bytes)
+            ends.append(pending.count)
+        }
+
+        mutating func take(_ length: Int) {
+            taken += length
+            while let end = ends.first, end <= taken {
+                boundary = end
+                ends.removeFirst()
+            }
+            if taken == pending.count {
+                pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
+                ends = []
+                taken = 0
+                boundary = 0
+            }
+        }
 
         /// Resumes the connection if the content reader suspended it (under the stream's lock, so that a
         /// suspension decided under it has happened before).
@@ -84,17 +126,12 @@ public final class HTTPStream: Sendable {
         state.withLock { state in
             guard state.ending == .open, !state.released else { return false }
             if state.held + bytes.count > capacity {
-                state.pending = overflowNotice
-                state.taken = 0
+                state.cut(queueing: overflowNotice)
                 state.ending = .overflowed
                 state.wake()
                 return false
             }
-            if state.taken > 0 && state.taken >= state.pending.count / 2 {
-                state.pending.removeFirst(state.taken)
-                state.taken = 0
-            }
-            state.pending.append(contentsOf: bytes)
+            state.append(bytes)
             state.wake()
             return true
         }
@@ -120,12 +157,10 @@ public final class HTTPStream: Sendable {
         state.withLock { state in
             guard state.ending == .open, !state.released else { return }
             state.ending = ending
-            if !last.isEmpty {
-                if state.held + last.count > capacity {
-                    state.pending = []
-                    state.taken = 0
-                }
-                state.pending.append(contentsOf: last)
+            if state.held + last.count > capacity {
+                state.cut(queueing: last)
+            } else if !last.isEmpty {
+                state.append(last)
             }
             state.wake()
         }
@@ -146,11 +181,7 @@ public final class HTTPStream: Sendable {
                 state.pending.withUnsafeBytes { bytes in
                     buffer.copyMemory(from: bytes.baseAddress! + state.taken, byteCount: length)
                 }
-                state.taken += length
-                if state.taken == state.pending.count {
-                    state.pending.removeAll(keepingCapacity: state.pending.capacity <= 64 * 1024)
-                    state.taken = 0
-                }
+                state.take(length)
                 return length
             }
             if state.ending != .open { return HTTPStream.endOfStream }
@@ -219,8 +250,17 @@ final class StreamResponseContext {
 
 extension DaemonContext {
     /// A libmicrohttpd response whose body is read from `stream` as the socket takes it (chunked).
+    ///
+    /// The socket's send buffer is set to the stream's capacity (16 KiB to 1 MiB) rather than left to grow to
+    /// the kernel's maximum (4 MiB on Linux): what a client that stopped reading holds in the kernel is bounded
+    /// too, and it is found slow after that much rather than after megabytes.
     func makeStreamResponse(_ stream: HTTPStream, connection: OpaquePointer) -> OpaquePointer? {
         stream.attach(to: connection)
+        let socket = daogate_mhd_connection_socket(connection)
+        if socket >= 0 {
+            var size = Int32(min(max(stream.capacity, 16 * 1024), 1 << 20))
+            setsockopt(socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let context = StreamResponseContext(stream: stream, streams: streams)
         let retained = Unmanaged.passRetained(context).toOpaque()
         guard let handle = MHD_create_response_from_callback(UInt64.max, 16 * 1024, readStream, retained, releaseStream) else {

@@ -218,6 +218,17 @@ import Testing
         #expect(streams[0].next(timeout: 3, comments: true)?.comment == "heartbeat")
     }
 
+    @Test func theDescriptionHasTheStream() throws {
+        let (server, folder) = try Self.server()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let document = try #require(try server.curl("/openapi.json").json)
+        let changes = try #require((document["paths"] as? [String: Any])?["/changes"] as? [String: Any])
+        let responses = try #require((changes["get"] as? [String: Any])?["responses"] as? [String: Any])
+        #expect(((responses["200"] as? [String: Any])?["content"] as? [String: Any])?["text/event-stream"] != nil)
+        #expect(responses["429"] != nil)
+        #expect(try server.curl("/changes", method: "POST", body: "{}").status == 405)
+    }
+
     @Test func aGracefulStopEndsStreamsWithAClosingEvent() throws {
         let (server, folder) = try Self.server()
         defer { try? FileManager.default.removeItem(at: folder) }

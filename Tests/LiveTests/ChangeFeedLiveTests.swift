@@ -270,18 +270,11 @@ final class SSEClient {
     private var isClosedByUs = false
 
     init(port: Int, path: String = "/changes", headers: [String], receiveBuffer: Int? = nil) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        if var size = receiveBuffer.map(Int32.init) {
-            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        descriptor = try connectToLoopback(port: port) { descriptor in
+            if var size = receiveBuffer.map(Int32.init) {
+                setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { Glibc.close(descriptor); throw LiveError("cannot connect to port \(port)") }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
             + headers.map { $0 + "\r\n" }.joined() + "\r\n"
         _ = Array(request.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

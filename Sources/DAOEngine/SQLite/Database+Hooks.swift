@@ -24,7 +24,8 @@ public struct RowChange: Sendable, Equatable {
 /// Watches one connection's writes and reports each committed transaction's row changes, never rolled-back ones.
 ///
 /// SQLite's update hook records each row (of `main`'s rowid tables) as it
-/// changes; the rollback hook forgets them; the WAL hook, which SQLite calls
+/// changes (an empty preupdate hook makes `DELETE FROM t` go row by row, so
+/// that it is seen too); the rollback hook forgets them; the WAL hook, which SQLite calls
 /// once a commit is in the write-ahead log (visible to every reader), hands
 /// them to `committed`. A savepoint rolled back forgets what was recorded
 /// since it began (`Database.inSavepoint`). Recording is skipped entirely
@@ -95,12 +96,14 @@ extension Database {
         changeHooks = hooks
         guard let hooks else {
             sqlite3_update_hook(connection, nil, nil)
+            sqlite3_preupdate_hook(connection, nil, nil)
             sqlite3_rollback_hook(connection, nil, nil)
             sqlite3_wal_autocheckpoint(connection, ChangeHooks.autoCheckpointFrames)
             return
         }
         let context = Unmanaged.passUnretained(hooks).toOpaque()
         sqlite3_update_hook(connection, changeHookRow, context)
+        sqlite3_preupdate_hook(connection, changeHookBeforeRow, nil)
         sqlite3_rollback_hook(connection, changeHookRollback, context)
         sqlite3_wal_hook(connection, changeHookCommitted, context)
     }
@@ -127,6 +130,12 @@ private func changeHookRow(_ context: UnsafeMutableRawPointer?, _ operation: Int
     guard let context, let database, strcmp(database, "main") == 0 else { return }
     Unmanaged<ChangeHooks>.fromOpaque(context).takeUnretainedValue().record(operation, table: table, rowid: rowid)
 }
+
+/// `sqlite3_preupdate_hook`, which does nothing: while one is set, SQLite deletes a whole table (`DELETE FROM t`
+/// without `WHERE`) row by row, calling the update hook for each, instead of clearing it without a word.
+private func changeHookBeforeRow(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ operation: Int32,
+                                 _ database: UnsafePointer<CChar>?, _ table: UnsafePointer<CChar>?,
+                                 _ oldRowid: sqlite3_int64, _ newRowid: sqlite3_int64) {}
 
 /// `sqlite3_rollback_hook`: the transaction was rolled back, its changes never happened.
 private func changeHookRollback(_ context: UnsafeMutableRawPointer?) {

@@ -1,3 +1,5 @@
+// Debian's libsqlite3 is built with the preupdate hook; its declaration needs this (Database+Hooks.swift).
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
 #include <sqlite3.h>
 
 /// `sqlite3_db_config` is variadic, which Swift cannot call: this wrapper turns

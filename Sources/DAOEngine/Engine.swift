@@ -17,6 +17,10 @@ public final class Engine: Sendable {
         public var maximumOpenDatabases: Int
         /// The cipher of `crypt` properties; required when a module declares one.
         public var cipher: Cipher?
+        /// Events of one database kept for a change feed's client to resume (`ChangeFeed.window`).
+        public var changeWindow = 256
+        /// How long a database's change window is kept once nobody follows it (`ChangeFeed.retention`).
+        public var changeRetention = Duration.seconds(300)
 
         public init(dataDirectory: String, database: DatabaseConfiguration = .init(),
                     maximumOpenDatabases: Int = 128, cipher: Cipher? = nil) {
@@ -35,6 +39,8 @@ public final class Engine: Sendable {
     let argumentChecks: ArgumentChecks
     let registry: DatabaseRegistry
     let observer: (any EngineObserver)?
+    /// The committed changes of module tables, for `GET /changes` (ChangeFeed.swift).
+    public let changes: ChangeFeed
     /// Global arguments (`globalArguments`) by module name.
     private let globalArguments = Mutex<[String: [String: Value]]>([:])
 
@@ -50,6 +56,7 @@ public final class Engine: Sendable {
         self.registry = DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
                                          configuration: configuration.database)
         self.observer = observer
+        self.changes = ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention)
     }
 
     /// Closes every database, after in-flight work; later calls fail.
@@ -363,9 +370,9 @@ extension Engine {
     func withWriter<T>(_ database: OpenDatabase, allOrNothing: Bool = false,
                        _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
         do {
-            return try adapting { try database.pool.write { db in try body(db) } }
+            return try adapting { try database.pool.write { db in observeChanges(db, of: database); return try body(db) } }
         } catch where allOrNothing && error.code == .overloaded && registry.relieve() {
-            return try adapting { try database.pool.write { db in try body(db) } }
+            return try adapting { try database.pool.write { db in observeChanges(db, of: database); return try body(db) } }
         }
     }
 

@@ -94,6 +94,8 @@ extension Gateway {
             .get { gateway, _ in gateway.openAPIResponse() },
         Route("/events", describedBy: { $0.eventsPaths($1) })
             .get { try $0.eventSummary($1) },
+        Route("/changes", describedBy: { $0.changesPaths($1) })
+            .get(head: false) { try $0.changesRoute($1.request) },
         Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })
             .get { try $0.metrics($1) },
 

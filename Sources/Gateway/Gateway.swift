@@ -26,6 +26,8 @@ public struct GatewayConfiguration: Sendable {
     public var authentication: Authentication
     /// The shard this server is in a sharded deployment (`--shard`), or nil: every user is served.
     public var shard: Shard?
+    /// The limits of `GET /changes` streams.
+    public var changeStreams = ChangeStreamLimits()
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
@@ -58,6 +60,8 @@ public final class Gateway: HTTPResponder {
     let memoryCaches: MemoryCaches
     let diskCaches: DiskCaches
     var clock: StorageClock { configuration.clock }
+    /// The open `GET /changes` streams.
+    let changeStreams: ChangeStreams
 
     /// The header naming the caller's user (their own storage).
     public static let userHeader = "X-User-Id"
@@ -74,6 +78,7 @@ public final class Gateway: HTTPResponder {
         self.engine = engine
         self.events = events
         self.configuration = configuration
+        self.changeStreams = ChangeStreams(feed: engine.changes, limits: configuration.changeStreams)
         self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock)
         self.memoryCaches = MemoryCaches(limits: configuration.memoryCaches)
         self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,

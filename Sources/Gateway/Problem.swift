@@ -34,6 +34,7 @@ public struct Problem: Error, Sendable {
         ]
         statuses.merge(Gateway.authenticationCodes) { current, _ in current }
         statuses.merge(Gateway.shardCodes) { current, _ in current }
+        statuses.merge(Gateway.changeFeedCodes) { current, _ in current }
         for code in RenderError.Code.allCases { statuses[code.rawValue] = 400 }
         for code in EngineError.Code.allCases where code != .invalidArguments {
             statuses[code.rawValue] = status(of: code)

@@ -23,6 +23,8 @@ final class DaemonContext: Sendable {
     let isDraining = Atomic<Bool>(false)
     /// The last message libmicrohttpd logged, which says why the daemon failed to start.
     let lastDiagnostic = Mutex<String?>(nil)
+    /// The streamed responses being sent, which a graceful stop ends.
+    let streams = HTTPStreams()
 
     init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?, watchdog: ConnectionWatchdog?) {
         self.responder = responder
@@ -184,9 +186,13 @@ extension DaemonContext {
         closing: Bool
     ) -> MHD_Result {
         if let deadline = state.connection { watchdog?.answering(deadline) }
-        let created = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        let created = if let stream = response.stream {
+            makeStreamResponse(stream, connection: connection)
+        } else {
+            response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let handle = created else { return .NO }
         defer { MHD_destroy_response(handle) }

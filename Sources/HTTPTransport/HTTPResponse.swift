@@ -12,6 +12,8 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// Extra fields for this request's access-log line (e.g. a digest of the user), never sent to the client.
     public var logMetadata: [(name: String, value: String)]
+    /// A body written while it is sent (Server-Sent Events): when set, `body` is ignored.
+    public var stream: HTTPStream?
 
     public init(
         status: Int,

@@ -64,7 +64,7 @@ public final class HTTPServer: Sendable {
             }
             var address = try ListenAddress.resolve(host: configuration.host, port: configuration.port).get()
             var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
-                | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue
+                | MHD_USE_ITC.rawValue | MHD_USE_ERROR_LOG.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             if address.isIPv6 {
                 flags |= address.isIPv6Any ? MHD_USE_DUAL_STACK.rawValue : MHD_USE_IPv6.rawValue
             }
@@ -165,6 +165,8 @@ public final class HTTPServer: Sendable {
         guard let daemon else { return }
         context.isDraining.store(true, ordering: .sequentiallyConsistent)
         let listenSocket = MHD_quiesce_daemon(daemon.handle)
+        // Streams end with their closing notice (and suspended ones are resumed, as MHD_stop_daemon requires).
+        context.streams.closeAll()
         let deadline = ContinuousClock.now.advanced(by: gracePeriod)
         while inFlightRequests > 0 && ContinuousClock.now < deadline {
             var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)

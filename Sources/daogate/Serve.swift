@@ -131,8 +131,12 @@ struct Serve: ParsableCommand {
     @Option(help: "One log line per request: on or off (DAOGATE_ACCESS_LOG; default on).")
     var accessLog: String?
 
+    @OptionGroup(title: "Change feed (GET /changes)")
+    var changes: ChangeFeedOptions
+
     func run() throws {
         let settings = try Settings(self)
+        let changeFeed = try changes.resolved()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardOutput(label: label)
             handler.logLevel = settings.logLevel
@@ -154,11 +158,12 @@ struct Serve: ParsableCommand {
             cipher = Cipher(key: key)
             logger.info("encryption key \(key.fingerprint)")
         }
-        let engineConfiguration = Engine.Configuration(
+        var engineConfiguration = Engine.Configuration(
             dataDirectory: settings.data,
             database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads),
                                             maximumDatabaseBytes: settings.maximumDatabaseBytes),
             maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher)
+        engineConfiguration.changeWindow = changeFeed.window
         let httpConfiguration = HTTPServerConfiguration(
             host: settings.host, port: settings.port, threads: settings.threads,
             maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
@@ -196,14 +201,15 @@ struct Serve: ParsableCommand {
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
-        let gateway = try Gateway(engine: engine, events: events,
-                                  configuration: GatewayConfiguration(adminToken: try settings.adminToken(),
-                                                                      memoryCaches: settings.memoryCaches,
-                                                                      maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
-                                                                      accessLog: settings.accessLog,
-                                                                      separateMetrics: settings.metricsListen != nil,
-                                                                      authentication: authentication,
-                                                                      shard: try settings.shard()))
+        var gatewayConfiguration = GatewayConfiguration(adminToken: try settings.adminToken(),
+                                                        memoryCaches: settings.memoryCaches,
+                                                        maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
+                                                        accessLog: settings.accessLog,
+                                                        separateMetrics: settings.metricsListen != nil,
+                                                        authentication: authentication,
+                                                        shard: try settings.shard())
+        gatewayConfiguration.changeStreams = changeFeed.limits
+        let gateway = try Gateway(engine: engine, events: events, configuration: gatewayConfiguration)
         // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
         let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
         accessLogWriter?.start()

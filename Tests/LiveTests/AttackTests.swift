@@ -102,22 +102,30 @@ import Testing
     }
 }
 
+/// A TCP socket connected to `port` on 127.0.0.1, `configure`d before it connects.
+func connectToLoopback(port: Int, configure: (Int32) -> Void = { _ in }) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    configure(descriptor)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { close(descriptor); throw LiveError("cannot connect to port \(port)") }
+    return descriptor
+}
+
 /// A TCP connection to the live server on 127.0.0.1, for the bytes curl will not send.
 final class LiveSocket {
     private let descriptor: Int32
 
     init(port: Int) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var limit = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        descriptor = try connectToLoopback(port: port) { descriptor in
+            var limit = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         }
-        guard connected == 0 else { close(descriptor); throw LiveError("cannot connect to port \(port)") }
     }
 
     deinit { close(descriptor) }

@@ -34,6 +34,7 @@ extension Database {
         savepointDepth += 1
         defer { savepointDepth -= 1 }
         let name = "s_\(savepointDepth)"
+        let changes = changeMark
         try cachedStatement("SAVEPOINT \(name)").run()
         do {
             let result = try body()
@@ -44,6 +45,7 @@ extension Database {
             // the whole transaction back and the savepoint is gone: nothing to undo.
             if hasOpenTransaction {
                 _ = try? cachedStatement("ROLLBACK TO \(name)").run()
+                forgetChanges(since: changes)
                 _ = try? cachedStatement("RELEASE \(name)").run()
             }
             throw error

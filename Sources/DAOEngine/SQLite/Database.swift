@@ -18,6 +18,8 @@ public final class Database {
     @exclusivity(unchecked) private var cache: StatementCache
     /// Savepoints open through `inSavepoint(_:)`, which names them `s_1`, `s_2`….
     var savepointDepth = 0
+    /// What `observeChanges(_:)` reports committed changes to (see Database+Hooks.swift).
+    var changeHooks: ChangeHooks?
 
     /// Opens (a writable connection creates the file, not its folder) and configures the connection.
     public init(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(SQLiteError) {

@@ -1,0 +1,292 @@
+import DAODialect
+import DAOEngine
+import DAOValue
+import Foundation
+import HTTPTransport
+import Synchronization
+
+/// The limits of `GET /changes` streams.
+public struct ChangeStreamLimits: Sendable {
+    /// Streams one user may have open at once (callers without a user count only towards `total`).
+    public var perUser: Int
+    /// Streams open at once in all.
+    public var total: Int
+    /// Bytes held for one stream's client; a client slower than that is sent a final `closing` event and cut off.
+    public var bufferBytes: Int
+    /// How often an idle stream gets a comment line, which also finds clients gone away.
+    public var heartbeat: Duration
+
+    public init(perUser: Int = 8, total: Int = 1000, bufferBytes: Int = 1 << 20, heartbeat: Duration = .seconds(15)) {
+        self.perUser = perUser
+        self.total = total
+        self.bufferBytes = bufferBytes
+        self.heartbeat = heartbeat
+    }
+}
+
+/// `GET /changes`: the caller's committed changes as Server-Sent Events.
+///
+/// A stream follows the caller's user database and the common database (of
+/// the storage `X-Storage` names), or one of them (`space=user|common`),
+/// optionally only some modules (`module=`, repeated) and tables (`table=`).
+/// Each event is one committed transaction of one database:
+///
+///     id: 5f3a91c2-42
+///     event: change
+///     data: {"space":"user","changes":[{"module":"Notes","table":"notes","operation":"insert","rowids":[7],"rows":1}],"truncated":false}
+///
+/// A client reconnecting with `Last-Event-ID` first gets what it missed (the
+/// feed's window, `ChangeFeed`), or a `reset` event when that cannot be told.
+/// A fresh stream starts with a `ready` event carrying the current id.
+extension Gateway {
+    /// The codes `GET /changes` adds, and their statuses.
+    static let changeFeedCodes: [String: Int] = ["too_many_streams": 429, "invalid_query": 400]
+
+    func changesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
+        let caller = try caller(request)
+        var spaces: Set<String> = caller.user == nil ? ["common"] : ["user", "common"]
+        var modules: Set<String> = []
+        var tables: [String] = []
+        for (name, value) in request.query {
+            switch name {
+            case "space":
+                guard value == "user" || value == "common" else {
+                    throw Problem(400, "invalid_query", "space is user or common, not '\(value.prefix(40))'")
+                }
+                guard value == "common" || caller.user != nil else {
+                    throw Problem(400, "user_required", "space=user needs the caller's user (\(Self.userHeader), or a token's)")
+                }
+                spaces = [value]
+            case "module":
+                guard engine.modules[value] != nil else {
+                    throw Problem(404, "unknown_module", "no module is named '\(value.prefix(80))'")
+                }
+                modules.insert(value)
+            case "table":
+                if let problem = tableNameProblem(value) {
+                    throw Problem(400, "invalid_table", "table '\(value.prefix(80))': \(problem)")
+                }
+                tables.append(value)
+            default:
+                throw Problem(400, "invalid_query", "unknown query argument '\(name.prefix(40))': /changes takes space, module and table")
+            }
+        }
+        var locations: [StorageLocation] = []
+        if spaces.contains("user"), let user = caller.user { locations.append(.user(user, storage: caller.storage)) }
+        if spaces.contains("common") { locations.append(.common(storage: caller.storage)) }
+        let lastEventID = nonEmpty(try header(request, "Last-Event-ID"))
+        let stream = try changeStreams.open(
+            user: caller.user?.rawValue, locations: locations,
+            filter: ChangeFilter(modules: modules, tables: tables), lastEventID: lastEventID)
+        var response = HTTPResponse(status: 200, headers: [
+            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+            ("X-Accel-Buffering", "no"),
+        ])
+        response.stream = stream
+        return response
+    }
+}
+
+/// Which changes a stream wants: nothing set, every change.
+struct ChangeFilter: Sendable {
+    var modules: Set<String>
+    var tables: [String]
+
+    var isEmpty: Bool { modules.isEmpty && tables.isEmpty }
+
+    func admits(_ change: TableChange) -> Bool {
+        (modules.isEmpty || modules.contains(change.module))
+            && (tables.isEmpty || tables.contains { sameTableName($0, change.table) })
+    }
+}
+
+/// SQLite compares table names without regard to ASCII case.
+private func sameTableName(_ a: String, _ b: String) -> Bool {
+    a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+        x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+    }
+}
+
+/// The open `GET /changes` streams: their limits, their heartbeats, and the events' text.
+final class ChangeStreams: Sendable {
+    let feed: ChangeFeed
+    let limits: ChangeStreamLimits
+    private let open = Mutex(Open())
+    private let heartbeats = Atomic<Bool>(false)
+    /// The last event's text without a filter, made once for every stream that gets it whole.
+    private let lastText = Mutex<(id: UInt64, text: [UInt8])>((0, []))
+
+    private struct Open {
+        var listeners: [ObjectIdentifier: ChangeListener] = [:]
+        var perUser: [String: Int] = [:]
+    }
+
+    init(feed: ChangeFeed, limits: ChangeStreamLimits) {
+        self.feed = feed
+        self.limits = limits
+    }
+
+    /// Streams open now.
+    var count: Int { open.withLock { $0.listeners.count } }
+
+    /// A new stream of `locations`' changes, or 429 beyond the limits.
+    func open(user: String?, locations: [StorageLocation], filter: ChangeFilter, lastEventID: String?) throws(Problem) -> HTTPStream {
+        let resumeAfter: UInt64?? = lastEventID.map(parseEventID)
+        let closing = Self.event(nil, "closing", ["reason": "shutdown"])
+        let overflow = Self.event(nil, "closing", ["reason": "slow-consumer"])
+        let box = ListenerBox()
+        let stream = HTTPStream(capacity: limits.bufferBytes, overflowNotice: overflow, closingNotice: closing) { [weak self] in
+            guard let self, let listener = box.listener else { return }
+            box.listener = nil
+            self.close(listener)
+        }
+        let listener = ChangeListener(streams: self, stream: stream, user: user, locations: locations, filter: filter)
+        box.listener = listener
+        let refusal: String? = open.withLock { open in
+            if open.listeners.count >= limits.total { return "\(limits.total) change streams are open, the most in all" }
+            if let user {
+                if open.perUser[user, default: 0] >= limits.perUser { return "this user has \(limits.perUser) change streams open, the most for one user" }
+                open.perUser[user, default: 0] += 1
+            }
+            open.listeners[ObjectIdentifier(listener)] = listener
+            return nil
+        }
+        if let refusal {
+            box.listener = nil
+            var problem = Problem(429, "too_many_streams", refusal + "; close one first")
+            problem.headers = [("Retry-After", "5")]
+            throw problem
+        }
+        startHeartbeats()
+        feed.subscribe(listener, to: locations, after: resumeAfter.map { $0 ?? .max }) { resumption, lastID in
+            let retry = Array("retry: 2000\n\n".utf8)
+            let reset = { (reason: String) in
+                retry + Self.event(self.eventID(lastID), "reset", [
+                    "reason": .string(reason + "; reload, then follow from this id"), "id": .string(self.eventID(lastID)),
+                ])
+            }
+            switch resumption {
+            case .reset:
+                stream.send(reset("the last event id is unknown or older than the window"))
+            case .resumed(let missed):
+                var preamble = retry
+                if resumeAfter == nil {
+                    preamble += Self.event(eventID(lastID), "ready", ["id": .string(eventID(lastID))])
+                }
+                for event in missed {
+                    if let text = text(of: event, filter: filter) { preamble += text }
+                }
+                // Missed events beyond the buffer would cut the stream off at once, and again at every retry.
+                stream.send(preamble.count > limits.bufferBytes / 2 ? reset("more was missed than a stream's buffer holds") : preamble)
+            }
+        }
+        return stream
+    }
+
+    /// A stream ended (sent, cut off, or its client gone): it stops following and stops counting.
+    private func close(_ listener: ChangeListener) {
+        feed.unsubscribe(listener, from: listener.locations)
+        open.withLock { open in
+            guard open.listeners.removeValue(forKey: ObjectIdentifier(listener)) != nil, let user = listener.user else { return }
+            open.perUser[user, default: 1] -= 1
+            if open.perUser[user] == 0 { open.perUser[user] = nil }
+        }
+    }
+
+    /// Sends a comment to every stream every `heartbeat`, and lets the feed forget windows nobody came back for.
+    private func startHeartbeats() {
+        guard !heartbeats.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        let interval = limits.heartbeat
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        Thread.detachNewThread { [weak self] in
+            while true {
+                Thread.sleep(forTimeInterval: max(0.05, seconds))
+                guard let self else { return }
+                for listener in self.open.withLock({ Array($0.listeners.values) }) {
+                    listener.stream.send(Array(": heartbeat\n\n".utf8))
+                }
+                self.feed.trim()
+            }
+        }
+    }
+
+    /// The event's text for a stream with `filter`; nil when the filter leaves nothing.
+    func text(of event: ChangeEvent, filter: ChangeFilter) -> [UInt8]? {
+        if filter.isEmpty {
+            return lastText.withLock { last in
+                if last.id != event.id { last = (event.id, changeText(event, event.changes)) }
+                return last.text
+            }
+        }
+        let changes = event.changes.filter(filter.admits)
+        return changes.isEmpty ? nil : changeText(event, changes)
+    }
+
+    private func eventID(_ id: UInt64) -> String { "\(feed.epoch)-\(id)" }
+
+    /// The number of an id of this epoch; nil for any other text (a reset).
+    private func parseEventID(_ text: String) -> UInt64? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == feed.epoch else { return nil }
+        return UInt64(parts[1])
+    }
+
+    private func changeText(_ event: ChangeEvent, _ changes: [TableChange]) -> [UInt8] {
+        var data: OrderedObject = [:]
+        switch event.location {
+        case .user(_, let storage):
+            data["space"] = "user"
+            if let storage { data["storage"] = .string(storage) }
+        case .common(let storage):
+            data["space"] = "common"
+            if let storage { data["storage"] = .string(storage) }
+        case .file:
+            break
+        }
+        data["changes"] = .array(changes.map { change in
+            [
+                "module": .string(change.module), "table": .string(change.table),
+                "operation": .string(change.operation.rawValue),
+                "rowids": .array(change.rowids.map(Value.integer)), "rows": .integer(Int64(change.rows)),
+            ]
+        })
+        data["truncated"] = .bool(event.truncated)
+        return Self.event(eventID(event.id), "change", data)
+    }
+
+    private static func event(_ id: String?, _ name: String, _ data: OrderedObject) -> [UInt8] {
+        var text = id.map { "id: \($0)\n" } ?? ""
+        text += "event: \(name)\ndata: "
+        var bytes = Array(text.utf8)
+        bytes += Value.object(data).jsonBytes(options: JSONWriteOptions())
+        bytes += Array("\n\n".utf8)
+        return bytes
+    }
+}
+
+/// One stream following the feed.
+final class ChangeListener: ChangeSubscriber {
+    let streams: ChangeStreams
+    let stream: HTTPStream
+    let user: String?
+    let locations: [StorageLocation]
+    let filter: ChangeFilter
+
+    init(streams: ChangeStreams, stream: HTTPStream, user: String?, locations: [StorageLocation], filter: ChangeFilter) {
+        self.streams = streams
+        self.stream = stream
+        self.user = user
+        self.locations = locations
+        self.filter = filter
+    }
+
+    func deliver(_ event: ChangeEvent) {
+        guard let text = streams.text(of: event, filter: filter) else { return }
+        stream.send(text)
+    }
+}
+
+/// Lets the stream's end find its listener, made after the stream.
+private final class ListenerBox: @unchecked Sendable {
+    var listener: ChangeListener?
+}

@@ -40,6 +40,7 @@ extension Gateway {
         "/openapi.json",
         "/events",
         "/metrics",
+        "/admin/reload",
     ]
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.

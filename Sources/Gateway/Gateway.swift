@@ -24,11 +24,15 @@ public struct GatewayConfiguration: Sendable {
     public var separateMetrics: Bool
     /// Who the caller is: `X-User-Id` as sent, or a verified JWT's claim.
     public var authentication: Authentication
+    /// The folder of module files that a reload (`POST /admin/reload`, SIGHUP) reads; nil: no reload.
+    public var modulesDirectory: String?
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
-                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader) {
+                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader,
+                modulesDirectory: String? = nil) {
         self.adminToken = adminToken
+        self.modulesDirectory = modulesDirectory
         self.separateMetrics = separateMetrics
         self.authentication = authentication
         self.memoryCaches = memoryCaches
@@ -56,17 +60,24 @@ public struct GatewayConfiguration: Sendable {
 /// | `GET /events` | table events |
 /// | `GET /metrics` | counters (admin; or on the metrics address, `metricsResponder`) |
 /// | `GET /healthz`, `GET /openapi.json` | health, description |
+/// | `POST /admin/reload` | load the module folder again (admin) |
+///
+/// A gateway is one generation of the module set: a reload makes another
+/// over the same databases, caches and counters, and each request is
+/// answered wholly by the generation current when it arrived (Gateway+Reload.swift).
 public final class Gateway: HTTPResponder {
     public let engine: Engine
     public let configuration: GatewayConfiguration
     public let events: EventLog
-    let metrics = Metrics()
+    let metrics: Metrics
     let openAPIDocument: [UInt8]
     /// The key-value store, in the engine's files.
     let kv: KVStore
     /// The LRU caches: in memory, and in tables of the engine's files.
     let memoryCaches: MemoryCaches
     let diskCaches: DiskCaches
+    /// The generation in use, shared by all of them.
+    let generations: Generations
     var clock: StorageClock { configuration.clock }
 
     /// The header naming the caller's user (their own storage).
@@ -80,23 +91,37 @@ public final class Gateway: HTTPResponder {
 
     /// A gateway over the engine's modules; `GET /openapi.json` answers with
     /// their description (`OpenAPIDescription`), made once here.
-    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
+    public convenience init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
+        try self.init(engine: engine, events: events, configuration: configuration, metrics: Metrics(),
+                      kv: KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock),
+                      memoryCaches: MemoryCaches(limits: configuration.memoryCaches),
+                      diskCaches: DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
+                                             maximumCapacity: configuration.maximumDiskCacheCapacity),
+                      generations: Generations())
+    }
+
+    /// A generation: `engine`'s modules, with the server's other parts (`nextGeneration`).
+    init(engine: Engine, events: EventLog, configuration: GatewayConfiguration, metrics: Metrics, kv: KVStore,
+         memoryCaches: MemoryCaches, diskCaches: DiskCaches, generations: Generations) throws {
         self.engine = engine
         self.events = events
         self.configuration = configuration
-        self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock)
-        self.memoryCaches = MemoryCaches(limits: configuration.memoryCaches)
-        self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
-                                     maximumCapacity: configuration.maximumDiskCacheCapacity)
+        self.metrics = metrics
+        self.kv = kv
+        self.memoryCaches = memoryCaches
+        self.diskCaches = diskCaches
+        self.generations = generations
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
             jwt: { if case .jwt = configuration.authentication { true } else { false } }()))
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
+        // The generation is read once: the whole request sees one module set.
+        let gateway = generations.current ?? self
         // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
-        guard case .jwt = configuration.authentication else { return answer(request) }
-        return Self.$requestCaller.withValue(CallerMemo()) { answer(request) }
+        guard case .jwt = configuration.authentication else { return gateway.answer(request) }
+        return Self.$requestCaller.withValue(CallerMemo()) { gateway.answer(request) }
     }
 
     private func answer(_ request: HTTPRequest) -> HTTPResponse {
@@ -184,6 +209,10 @@ public final class Gateway: HTTPResponder {
                 everything = true
             }
             return json(events.summary(user: caller.user, everything: everything))
+        case (_, "admin") where parts == ["admin", "reload"]:
+            try allow(request, ["POST"])
+            try authorizeAdmin(request)
+            return try reloadRoute(request)
         case (_, "metrics") where parts.count == 1:
             guard !configuration.separateMetrics else {
                 throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")

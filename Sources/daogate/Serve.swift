@@ -16,7 +16,8 @@ struct Serve: ParsableCommand {
             Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
             on the command line wins. With no arguments it serves ./modules with data in ./data on \
             127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
-            databases close cleanly. SIGHUP reads the TLS certificate and key again.
+            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys and the \
+            module folder again (a module set with a problem is refused, and the one in use stays).
             """
     )
 
@@ -143,6 +144,8 @@ struct Serve: ParsableCommand {
             printToStandardError("daogate: \(problems.count) problem\(problems.count == 1 ? "" : "s") in \(settings.modules); not serving")
             throw ExitCode(1)
         }
+        // Full table scans are warnings, not errors: `daogate check --plans` lists them too.
+        for warning in SQLCheck.plans(loaded) { logger.warning("\(warning)") }
         var cipher: Cipher?
         if let key = try settings.key() {
             cipher = Cipher(key: key)
@@ -196,7 +199,8 @@ struct Serve: ParsableCommand {
                                                                       maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
                                                                       accessLog: settings.accessLog,
                                                                       separateMetrics: settings.metricsListen != nil,
-                                                                      authentication: authentication))
+                                                                      authentication: authentication,
+                                                                      modulesDirectory: settings.modules))
         // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
         let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
         accessLogWriter?.start()
@@ -230,7 +234,7 @@ struct Serve: ParsableCommand {
             reloadKeys = { Self.reload(verifier, logger, reason: "SIGHUP") }
             Self.watchKeyFiles(verifier, logger)
         }
-        // SIGHUP reloads what the server reads from files: the TLS certificate and key, the JWT keys.
+        // SIGHUP reloads what the server reads from files: the TLS certificate and key, the JWT keys, the modules.
         let signal = HTTPServer.waitForTerminationSignal {
             do {
                 try server.reloadCertificate()
@@ -239,6 +243,7 @@ struct Serve: ParsableCommand {
                 logger.error("kept the current TLS certificate: \(error)")
             }
             reloadKeys()
+            gateway.reloadModules(reason: "SIGHUP")
         }
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))

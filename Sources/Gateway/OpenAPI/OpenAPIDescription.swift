@@ -41,6 +41,7 @@ public struct OpenAPIDescription {
         builder.addCacheOperations()
         builder.addCleanupOperations()
         builder.addService()
+        builder.addReload()
         if jwt { builder.requireBearer() }
         return OpenAPI.Document(
             openAPIVersion: .v3_1_1,

@@ -268,26 +268,20 @@ struct ModuleParser {
     }
 
     /// daogate's `access` attribute: `admin` (only admins may call), or `any` (the default).
-    mutating func access(_ element: XMLElement) -> Bool {
-        switch element.attribute("access")?.trimmingCharacters(in: .whitespaces) {
-        case nil, "", "any": return false
-        case "admin": return true
-        case let other?:
-            error(element.line, "access=\"\(other)\" must be admin or any")
-            return false
-        }
-    }
+    mutating func access(_ element: XMLElement) -> Bool { choice(element, "access", on: "admin", off: "any") }
 
     /// daogate's `scan` attribute: `allowed` (a full table scan is deliberate:
     /// `check --plans` does not report it), or `report` (the default).
-    mutating func scan(_ element: XMLElement) -> Bool {
-        switch element.attribute("scan")?.trimmingCharacters(in: .whitespaces) {
-        case nil, "", "report": return false
-        case "allowed": return true
-        case let other?:
-            error(element.line, "scan=\"\(other)\" must be allowed or report")
+    mutating func scan(_ element: XMLElement) -> Bool { choice(element, "scan", on: "allowed", off: "report") }
+
+    /// An attribute of two words: `on` is true; `off`, empty or absent, false.
+    mutating func choice(_ element: XMLElement, _ name: String, on: String, off: String) -> Bool {
+        guard let value = element.attribute(name)?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value != off else {
             return false
         }
+        if value == on { return true }
+        error(element.line, "\(name)=\"\(value)\" must be \(on) or \(off)")
+        return false
     }
 
     mutating func flag(_ element: XMLElement, _ name: String) -> Bool? {

@@ -102,3 +102,26 @@ import Testing
         #expect(server.log.contains("the module folder has 1 problem; the modules in use stay"))
     }
 }
+
+/// `daogate check --plans` as a process: warnings on standard output, the exit status left alone.
+@Suite struct PlanCommandTests {
+    @Test func checkPlansPrintsScansAsWarningsAndExitsZero() throws {
+        let folder = try ModuleCommandTests.folder("""
+            <module name="Notes" initializer="create" tableName="notes" version="1.0">
+              <update id="create">create table if not exists ${T} (id integer primary key, owner text)</update>
+              <select id="byOwner" arguments="$owner:string">select * from ${T} where owner = #{owner}</select>
+              <select id="byId" arguments="$id:int">select * from ${T} where id = #{id}</select>
+            </module>
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let plans = try ModuleCommandTests.daogate(["check", "--plans", folder.path])
+        #expect(plans.status == 0)
+        #expect(plans.output.contains("m.xml:3: warning: Notes.byOwner: a full scan of table notes; an index on notes(owner) would serve it"))
+        #expect(!plans.output.contains("byId"))
+        #expect(plans.output.contains("1 module, 2 methods, 0 problems, 1 full scan"))
+        // Without --plans, check says nothing of plans.
+        let plain = try ModuleCommandTests.daogate(["check", folder.path])
+        #expect(plain.status == 0)
+        #expect(!plain.output.contains("warning"))
+    }
+}

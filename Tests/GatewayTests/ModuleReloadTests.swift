@@ -110,6 +110,17 @@ import Testing
         #expect(unavailable.code == "reload_unavailable")
     }
 
+    /// In jwt mode the route takes a token with the admin claim (or the static admin token), as the other admin routes.
+    @Test func inJwtModeReloadingTakesTheAdminClaim() throws {
+        let verifier = try JWTVerifier(settings: JWTSettings(secretFile: AuthTests.keys.secretFile, adminClaim: ("role", "admin")))
+        let jwt = try GatewayFixture(modulesDirectory: folder.path, authentication: .jwt(verifier), reloadable: true)
+        func reload(_ token: String?) -> GatewayFixture.Reply { AuthTests.call(jwt, token, path: "/admin/reload", method: "POST") }
+        #expect(reload(nil).code == "token_missing")
+        #expect(reload(AuthTests.token(.hs256)).code == "admin_claim_required")
+        #expect(reload(AuthTests.token(.hs256, AuthTests.claims("root", ["role": "admin"]))).status == 200)
+        #expect(reload(GatewayFixture.adminToken).status == 200)
+    }
+
     /// Four threads call all along while the folder is reloaded twenty times,
     /// a broken set among them: every call answers 200.
     @Test func callsDuringReloadsAllSucceed() throws {

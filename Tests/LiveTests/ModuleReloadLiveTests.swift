@@ -118,7 +118,7 @@ import Testing
         #expect(plans.status == 0)
         #expect(plans.output.contains("m.xml:3: warning: Notes.byOwner: a full scan of table notes; an index on notes(owner) would serve it"))
         #expect(!plans.output.contains("byId"))
-        #expect(plans.output.contains("1 module, 2 methods, 0 problems, 1 full scan"))
+        #expect(plans.output.contains("1 module, 3 methods, 0 problems, 1 full scan"))
         // Without --plans, check says nothing of plans.
         let plain = try ModuleCommandTests.daogate(["check", folder.path])
         #expect(plain.status == 0)

@@ -128,6 +128,9 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         let settings = try Settings(self)
+        // Before any thread starts (the access log's writer among them): a thread that does not block SIGHUP would
+        // take one sent while the main thread is busy reloading, and die of it.
+        HTTPServer.blockTerminationSignals()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardOutput(label: label)
             handler.logLevel = settings.logLevel
@@ -215,7 +218,6 @@ struct Serve: ParsableCommand {
                                                               maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
                        responder: gateway.metricsResponder)
         }
-        HTTPServer.blockTerminationSignals()
         do {
             try server.start()
             try metricsServer?.start()

@@ -28,6 +28,11 @@ public final class Module: Sendable {
     public let adminOnly: Bool
     /// Methods declared `access="admin"` themselves.
     public let adminOnlyMethods: Set<String>
+    /// daogate's `scan="allowed"` on the module: its full table scans are
+    /// deliberate, and `check --plans` does not report them.
+    public let scanAllowed: Bool
+    /// The methods declaring `scan="allowed"`.
+    public let scanAllowedMethods: Set<String>
     /// daogate's `storage` attribute: the named custom storage (the
     /// reference's `APCustomStorage`) whose databases the module uses.
     public let storage: String?
@@ -45,7 +50,7 @@ public final class Module: Sendable {
     /// `crypt` declarations: class → encrypted properties.
     public let encryptedProperties: [String: Set<String>]
 
-    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
+    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
         self.name = name
         self.file = file
         self.line = line
@@ -58,6 +63,8 @@ public final class Module: Sendable {
         self.userDependent = userDependent
         self.adminOnly = adminOnly
         self.adminOnlyMethods = adminOnlyMethods
+        self.scanAllowed = scanAllowed
+        self.scanAllowedMethods = scanAllowedMethods
         self.storage = storage
         self.database = database
         self.globals = globals
@@ -71,6 +78,11 @@ public final class Module: Sendable {
     /// Whether a call of `method` (nil: the module's proxy operations) is an admin's only.
     public func isAdminOnly(method: String?) -> Bool {
         adminOnly || method.map(adminOnlyMethods.contains) == true
+    }
+
+    /// Whether a full table scan by `method` is deliberate (`scan="allowed"` on it or on the module).
+    public func allowsScan(method: String) -> Bool {
+        scanAllowed || scanAllowedMethods.contains(method)
     }
 
     public func method(named name: String) -> Method? {

@@ -145,7 +145,7 @@ struct ModuleParser {
             return nil
         }
         checkAttributes(root, ["name", "initializer", "tableName", "version", "resetOnUpgrade", "upgradeMinVersion",
-                               "userDependent", "storage", "database", "globals", "access"])
+                               "userDependent", "storage", "database", "globals", "access", "scan"])
         let line = root.line
         let name = root.attribute("name")?.trimmingCharacters(in: .whitespaces) ?? ""
         if name.isEmpty {
@@ -178,6 +178,7 @@ struct ModuleParser {
         let resetOnUpgrade = flag(root, "resetOnUpgrade") ?? false
         let userDependent = flag(root, "userDependent") ?? false
         let adminOnly = access(root)
+        let scanAllowed = scan(root)
         var storage: String?
         if let text = root.attribute("storage")?.trimmingCharacters(in: .whitespaces), !text.isEmpty {
             if let problem = storageNameProblem(text) { error(line, "storage '\(text)': \(problem)") }
@@ -214,6 +215,7 @@ struct ModuleParser {
         var methods: [Method] = []
         var methodIndex: [String: Int] = [:]
         var adminOnlyMethods: Set<String> = []
+        var scanAllowedMethods: Set<String> = []
         for (element, documentation) in declarations.methodElements {
             // Once the module's SQL is over its size, every further method would only say so again.
             if budget.isSpent { break }
@@ -223,6 +225,7 @@ struct ModuleParser {
             methodIndex[method.name] = methods.count
             methods.append(method)
             if access(element) { adminOnlyMethods.insert(method.name) }
+            if scan(element) { scanAllowedMethods.insert(method.name) }
         }
         var upgrades: [Upgrade] = []
         for element in declarations.upgradeElements where !budget.isSpent {
@@ -258,20 +261,27 @@ struct ModuleParser {
             name: name, file: file, line: line, tableName: tableName, isTemplate: tableName == nil && namesTable, version: version,
             resetOnUpgrade: resetOnUpgrade, upgradeMinVersion: upgradeMinVersion,
             initializer: initializer,
-            userDependent: userDependent, adminOnly: adminOnly, adminOnlyMethods: adminOnlyMethods, storage: storage, database: database, globals: globals,
+            userDependent: userDependent, adminOnly: adminOnly, adminOnlyMethods: adminOnlyMethods,
+            scanAllowed: scanAllowed, scanAllowedMethods: scanAllowedMethods, storage: storage, database: database, globals: globals,
             methods: methods, maps: declarations.maps, upgrades: upgrades,
             encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex)
     }
 
     /// daogate's `access` attribute: `admin` (only admins may call), or `any` (the default).
-    mutating func access(_ element: XMLElement) -> Bool {
-        switch element.attribute("access")?.trimmingCharacters(in: .whitespaces) {
-        case nil, "", "any": return false
-        case "admin": return true
-        case let other?:
-            error(element.line, "access=\"\(other)\" must be admin or any")
+    mutating func access(_ element: XMLElement) -> Bool { choice(element, "access", on: "admin", off: "any") }
+
+    /// daogate's `scan` attribute: `allowed` (a full table scan is deliberate:
+    /// `check --plans` does not report it), or `report` (the default).
+    mutating func scan(_ element: XMLElement) -> Bool { choice(element, "scan", on: "allowed", off: "report") }
+
+    /// An attribute of two words: `on` is true; `off`, empty or absent, false.
+    mutating func choice(_ element: XMLElement, _ name: String, on: String, off: String) -> Bool {
+        guard let value = element.attribute(name)?.trimmingCharacters(in: .whitespaces), !value.isEmpty, value != off else {
             return false
         }
+        if value == on { return true }
+        error(element.line, "\(name)=\"\(value)\" must be \(on) or \(off)")
+        return false
     }
 
     mutating func flag(_ element: XMLElement, _ name: String) -> Bool? {
@@ -419,7 +429,7 @@ struct ModuleParser {
                               maps: [String: ResultMap]) -> Method? {
         let kind = MethodKind(rawValue: element.name)!
         checkAttributes(element, kind == .select
-            ? ["id", "arguments", "result", "foreach", "access"] : ["id", "arguments", "foreach", "access"])
+            ? ["id", "arguments", "result", "foreach", "access", "scan"] : ["id", "arguments", "foreach", "access", "scan"])
         let line = element.line
         let id = element.attribute("id")?.trimmingCharacters(in: .whitespaces) ?? ""
         guard isIdentifier(id) else {

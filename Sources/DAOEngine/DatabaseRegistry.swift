@@ -1,3 +1,4 @@
+import DAODialect
 import Foundation
 import Synchronization
 
@@ -43,21 +44,23 @@ public final class OpenDatabase: Sendable {
         }
     }
 
-    let readyModuleTables = Mutex<Set<ModuleTable>>([])
+    /// The version each ready table was brought to: after a reload changes a
+    /// module's version, its tables are ready for that version no more.
+    let readyModuleTables = Mutex<[ModuleTable: Version]>([:])
 
-    func isReady(module: String, table: String) -> Bool {
-        readyModuleTables.withLock { $0.contains(ModuleTable(module: module, table: table)) }
+    func isReady(module: String, table: String, version: Version) -> Bool {
+        readyModuleTables.withLock { $0[ModuleTable(module: module, table: table)] == version }
     }
 
-    func markReady(module: String, table: String) {
-        _ = readyModuleTables.withLock { $0.insert(ModuleTable(module: module, table: table)) }
+    func markReady(module: String, table: String, version: Version) {
+        readyModuleTables.withLock { $0[ModuleTable(module: module, table: table)] = version }
     }
 
     /// Forgets that a module's table is ready: called under the writer by
     /// whatever drops it, so that the next call, which checks under the
     /// writer or after a failed read, creates it again.
     func forget(module: String, table: String) {
-        _ = readyModuleTables.withLock { $0.remove(ModuleTable(module: module, table: table)) }
+        _ = readyModuleTables.withLock { $0.removeValue(forKey: ModuleTable(module: module, table: table)) }
         drops.add(1, ordering: .sequentiallyConsistent)
     }
 

@@ -44,10 +44,11 @@ let tableVersionsSchema = "create table if not exists TableVersions (tableName t
 extension Engine {
     /// Brings a module's table up to date in a database before its first
     /// call there: runs the initializer once, or the upgrades (or a reset)
-    /// when the stored version is older. Runs once per process, module and
-    /// table; concurrent first calls wait on the writer.
+    /// when the stored version is older. Runs once per process, module,
+    /// table and module version (a reload may change it); concurrent first
+    /// calls wait on the writer.
     func prepareTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase) throws(EngineError) {
-        if database.isReady(module: module.name, table: table.name) { return }
+        if database.isReady(module: module.name, table: table.name, version: module.version) { return }
         var events: [TableEvent] = []
         defer { emit(events) }
         try withWriter(database, allOrNothing: true) { db throws(EngineError) in
@@ -61,10 +62,10 @@ extension Engine {
     /// Returns the events to report once the writer is released.
     func readyTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase,
                     on db: Database) throws(EngineError) -> [TableEvent] {
-        if database.isReady(module: module.name, table: table.name) { return [] }
+        if database.isReady(module: module.name, table: table.name, version: module.version) { return [] }
         if table.chosenByCaller { try claim(table.name, for: module, on: db) }
         let events = try bringUpToDate(module, table.name, database.location, on: db)
-        database.markReady(module: module.name, table: table.name)
+        database.markReady(module: module.name, table: table.name, version: module.version)
         return events
     }
 

@@ -39,13 +39,24 @@ public final class Engine: Sendable {
     let argumentChecks: ArgumentChecks
     let registry: DatabaseRegistry
     let observer: (any EngineObserver)?
-    /// The committed changes of module tables, for `GET /changes` (ChangeFeed.swift).
+    /// The committed changes of module tables, for `GET /changes` (ChangeFeed.swift); an engine over
+    /// reloaded modules shares it, as the connections' hooks report to it.
     public let changes: ChangeFeed
-    /// Global arguments (`globalArguments`) by module name.
-    private let globalArguments = Mutex<[String: [String: Value]]>([:])
+    /// Global arguments (`globalArguments`) by module name; an engine over
+    /// reloaded modules (`replacingModules`) shares them.
+    private let globalArguments: GlobalArguments
 
     /// - Throws: when a module declares `crypt` and no cipher is configured.
-    public init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
+    public convenience init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
+        try self.init(modules: modules, configuration: configuration, observer: observer,
+                      registry: DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
+                                                 configuration: configuration.database),
+                      globalArguments: GlobalArguments(),
+                      changes: ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention))
+    }
+
+    private init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)?,
+                 registry: DatabaseRegistry, globalArguments: GlobalArguments, changes: ChangeFeed) throws(EngineError) {
         if configuration.cipher == nil, let module = modules.first(where: { !$0.encryptedProperties.isEmpty }) {
             throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured")
         }
@@ -53,10 +64,22 @@ public final class Engine: Sendable {
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.descriptions = MethodDescriber.describe(modules)
         self.argumentChecks = ArgumentChecks(modules: modules, descriptions: descriptions)
-        self.registry = DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
-                                         configuration: configuration.database)
+        self.registry = registry
         self.observer = observer
-        self.changes = ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention)
+        self.changes = changes
+        self.globalArguments = globalArguments
+    }
+
+    /// An engine over another set of modules (a reload), on this engine's
+    /// databases, global arguments, change feed and observer: the two run side by side,
+    /// each call wholly on the engine it started on. A table whose module
+    /// changed its version is brought up to date on its next call in each
+    /// database, as at a start.
+    ///
+    /// - Throws: as `init`, when a module declares `crypt` and no cipher is configured.
+    public func replacingModules(_ modules: [Module]) throws(EngineError) -> Engine {
+        try Engine(modules: modules, configuration: configuration, observer: observer, registry: registry,
+                   globalArguments: globalArguments, changes: changes)
     }
 
     /// Closes every database, after in-flight work; later calls fail.
@@ -70,11 +93,11 @@ public final class Engine: Sendable {
     /// `globals` are visible.
     public func setGlobalArguments(_ arguments: [String: Value], module: String) throws(EngineError) {
         _ = try self.module(module)
-        globalArguments.withLock { $0[module] = arguments }
+        globalArguments.values.withLock { $0[module] = arguments }
     }
 
     public func globalArguments(module: String) -> [String: Value] {
-        globalArguments.withLock { $0[module] ?? [:] }
+        globalArguments.values.withLock { $0[module] ?? [:] }
     }
 
     /// The global arguments a call of `module` sees: none, without a lock,
@@ -82,6 +105,11 @@ public final class Engine: Sendable {
     func globals(of module: Module) -> [String: Value] {
         module.globals.isEmpty ? [:] : globalArguments(module: module.name)
     }
+}
+
+/// The global arguments of every module, by module name: kept across reloads.
+final class GlobalArguments: Sendable {
+    let values = Mutex<[String: [String: Value]]>([:])
 }
 
 /// Who a call is for: the reference's current user and custom storage.

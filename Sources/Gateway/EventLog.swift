@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The engine's table events, logged, counted and kept for `GET /events`.
+/// The engine's table events and the module reloads, logged, counted and kept for `GET /events`.
 public final class EventLog: EngineObserver {
     private struct State {
         var counts: [TableEvent.Kind: Int] = [:]
@@ -13,7 +13,9 @@ public final class EventLog: EngineObserver {
     }
 
     private let state = Mutex(State())
-    private let logger: Logger?
+    let logger: Logger?
+    /// The module reloads (Gateway+Reload.swift).
+    let reloads = ReloadLog()
     /// How many recent events are kept.
     public let capacity: Int
 
@@ -63,6 +65,7 @@ public final class EventLog: EngineObserver {
                 if let error = event.error { entry["error"] = .string(error) }
                 return .object(entry)
             }),
+            "reloads": reloads.value(everything: everything),
         ]
     }
 }

@@ -94,6 +94,11 @@ extension Gateway {
             .get { gateway, _ in gateway.openAPIResponse() },
         Route("/events", describedBy: { $0.eventsPaths($1) })
             .get { try $0.eventSummary($1) },
+        Route("/admin/reload", describedBy: { $0.reloadPaths($1) })
+            .post { gateway, call in
+                try gateway.authorizeAdmin(call.request)
+                return try gateway.reloadRoute(call.request)
+            },
         Route("/changes", describedBy: { $0.changesPaths($1) })
             .get(head: false) { try $0.changesRoute($1.request) },
         Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })

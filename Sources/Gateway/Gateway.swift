@@ -28,12 +28,16 @@ public struct GatewayConfiguration: Sendable {
     public var shard: Shard?
     /// The limits of `GET /changes` streams.
     public var changeStreams = ChangeStreamLimits()
+    /// The folder of module files that a reload (`POST /admin/reload`, SIGHUP) reads; nil: no reload.
+    public var modulesDirectory: String?
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
-                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader, shard: Shard? = nil) {
+                separateMetrics: Bool = false, authentication: Authentication = .trustedHeader, shard: Shard? = nil,
+                modulesDirectory: String? = nil) {
         self.adminToken = adminToken
         self.shard = shard
+        self.modulesDirectory = modulesDirectory
         self.separateMetrics = separateMetrics
         self.authentication = authentication
         self.memoryCaches = memoryCaches
@@ -48,17 +52,24 @@ public struct GatewayConfiguration: Sendable {
 /// caches, health and the OpenAPI description. The routes are declared once,
 /// in `Gateway.routes` (Gateway+Routes.swift); routing and error mapping live
 /// here, apart from the socket, so they are tested in-process.
+///
+/// A gateway is one generation of the module set: a reload makes another
+/// over the same databases, caches, change streams and counters, and each
+/// request is answered wholly by the generation current when it arrived
+/// (Gateway+Reload.swift).
 public final class Gateway: HTTPResponder {
     public let engine: Engine
     public let configuration: GatewayConfiguration
     public let events: EventLog
-    let metrics = Metrics()
+    let metrics: Metrics
     let openAPIDocument: [UInt8]
     /// The key-value store, in the engine's files.
     let kv: KVStore
     /// The LRU caches: in memory, and in tables of the engine's files.
     let memoryCaches: MemoryCaches
     let diskCaches: DiskCaches
+    /// The generation in use, shared by all of them.
+    let generations: Generations
     var clock: StorageClock { configuration.clock }
     /// The open `GET /changes` streams.
     let changeStreams: ChangeStreams
@@ -74,25 +85,40 @@ public final class Gateway: HTTPResponder {
 
     /// A gateway over the engine's modules; `GET /openapi.json` answers with
     /// their description (`OpenAPIDescription`), made once here.
-    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
+    public convenience init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
+        try self.init(engine: engine, events: events, configuration: configuration, metrics: Metrics(),
+                      kv: KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock),
+                      memoryCaches: MemoryCaches(limits: configuration.memoryCaches),
+                      diskCaches: DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
+                                             maximumCapacity: configuration.maximumDiskCacheCapacity),
+                      changeStreams: ChangeStreams(feed: engine.changes, limits: configuration.changeStreams),
+                      generations: Generations())
+    }
+
+    /// A generation: `engine`'s modules, with the server's other parts (`nextGeneration`).
+    init(engine: Engine, events: EventLog, configuration: GatewayConfiguration, metrics: Metrics, kv: KVStore,
+         memoryCaches: MemoryCaches, diskCaches: DiskCaches, changeStreams: ChangeStreams, generations: Generations) throws {
         self.engine = engine
         self.events = events
         self.configuration = configuration
-        self.changeStreams = ChangeStreams(feed: engine.changes, limits: configuration.changeStreams)
-        self.kv = KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock)
-        self.memoryCaches = MemoryCaches(limits: configuration.memoryCaches)
-        self.diskCaches = DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
-                                     maximumCapacity: configuration.maximumDiskCacheCapacity)
+        self.metrics = metrics
+        self.kv = kv
+        self.memoryCaches = memoryCaches
+        self.diskCaches = diskCaches
+        self.changeStreams = changeStreams
+        self.generations = generations
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
             jwt: { if case .jwt = configuration.authentication { true } else { false } }()))
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        if let shard = configuration.shard { return respondAsShard(request, shard) }
+        // The generation is read once: the whole request sees one module set.
+        let gateway = generations.current ?? self
+        if let shard = configuration.shard { return gateway.respondAsShard(request, shard) }
         // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
-        guard case .jwt = configuration.authentication else { return answer(request) }
-        return Self.$requestCaller.withValue(CallerMemo()) { answer(request) }
+        guard case .jwt = configuration.authentication else { return gateway.answer(request) }
+        return Self.$requestCaller.withValue(CallerMemo()) { gateway.answer(request) }
     }
 
     func answer(_ request: HTTPRequest) -> HTTPResponse {

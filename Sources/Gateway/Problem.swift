@@ -31,6 +31,7 @@ public struct Problem: Error, Sendable {
             "method_not_allowed": 405, "unsupported_media_type": 415, "body_too_large": 413,
             "admin_required": 401, "admin_disabled": 403, "shutting_down": 503, "internal": 500,
             "invalid_path": 400, "duplicate_header": 400, "invalid_request": 400, "unsupported_transfer_coding": 501,
+            "modules_refused": 409, "reload_unavailable": 409,
         ]
         statuses.merge(Gateway.authenticationCodes) { current, _ in current }
         statuses.merge(Gateway.shardCodes) { current, _ in current }

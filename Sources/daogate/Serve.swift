@@ -16,7 +16,8 @@ struct Serve: ParsableCommand {
             Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
             on the command line wins. With no arguments it serves ./modules with data in ./data on \
             127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
-            databases close cleanly. SIGHUP reads the TLS certificate and key again.
+            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys and the \
+            module folder again (a module set with a problem is refused, and the one in use stays).
             """
     )
 
@@ -137,6 +138,9 @@ struct Serve: ParsableCommand {
     func run() throws {
         let settings = try Settings(self)
         let changeFeed = try changes.resolved()
+        // Before any thread starts (the access log's writer among them): a thread that does not block SIGHUP would
+        // take one sent while the main thread is busy reloading, and die of it.
+        HTTPServer.blockTerminationSignals()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardOutput(label: label)
             handler.logLevel = settings.logLevel
@@ -153,6 +157,8 @@ struct Serve: ParsableCommand {
             printToStandardError("daogate: \(problems.count) problem\(problems.count == 1 ? "" : "s") in \(settings.modules); not serving")
             throw ExitCode(1)
         }
+        // Full table scans are warnings, not errors: `daogate check --plans` lists them too.
+        for warning in SQLCheck.plans(loaded) { logger.warning("\(warning)") }
         var cipher: Cipher?
         if let key = try settings.key() {
             cipher = Cipher(key: key)
@@ -207,7 +213,8 @@ struct Serve: ParsableCommand {
                                                         accessLog: settings.accessLog,
                                                         separateMetrics: settings.metricsListen != nil,
                                                         authentication: authentication,
-                                                        shard: try settings.shard())
+                                                        shard: try settings.shard(),
+                                                        modulesDirectory: settings.modules)
         gatewayConfiguration.changeStreams = changeFeed.limits
         let gateway = try Gateway(engine: engine, events: events, configuration: gatewayConfiguration)
         // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
@@ -224,7 +231,6 @@ struct Serve: ParsableCommand {
                                                               maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
                        responder: gateway.metricsResponder(requiresAdmin: !Settings.isLoopback(address.host)))
         }
-        HTTPServer.blockTerminationSignals()
         do {
             try server.start()
             try metricsServer?.start()
@@ -243,7 +249,7 @@ struct Serve: ParsableCommand {
             reloadKeys = { Self.reload(verifier, logger, reason: "SIGHUP") }
             Self.watchKeyFiles(verifier, logger)
         }
-        // SIGHUP reloads what the server reads from files: the TLS certificate and key, the JWT keys.
+        // SIGHUP reloads what the server reads from files: the TLS certificate and key, the JWT keys, the modules.
         let signal = HTTPServer.waitForTerminationSignal {
             do {
                 try server.reloadCertificate()
@@ -252,6 +258,7 @@ struct Serve: ParsableCommand {
                 logger.error("kept the current TLS certificate: \(error)")
             }
             reloadKeys()
+            gateway.reloadModules(reason: "SIGHUP")
         }
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))

@@ -21,9 +21,11 @@ import Testing
          "unknown element <iff> in SQL (expected if, choose, foreach, where, set or trim)"),
         ("unknown module attribute", "<module name=\"m\" table=\"t\"/>", 1, "unknown attribute 'table' on <module>"),
         ("unknown method attribute", module("<select id=\"a\" reslt=\"int\">select 1</select>"), 2,
-         "unknown attribute 'reslt' on <select> (allowed: access, arguments, foreach, id, result)"),
+         "unknown attribute 'reslt' on <select> (allowed: access, arguments, foreach, id, result, scan)"),
         ("result on a write method", module("<insert id=\"a\" result=\"int\">insert into t values (1)</insert>"), 2,
-         "unknown attribute 'result' on <insert> (allowed: access, arguments, foreach, id)"),
+         "unknown attribute 'result' on <insert> (allowed: access, arguments, foreach, id, scan)"),
+        ("unknown scan value", module("<select id=\"a\" scan=\"always\">select 1</select>"), 2,
+         "scan=\"always\" must be allowed or report"),
         ("unknown foreach attribute", module("<select id=\"a\" arguments=\"l\">select <foreach item=\"i\" collection=\"l\" index=\"n\">#{i}</foreach></select>"), 2,
          "unknown attribute 'index' on <foreach>"),
         ("text outside steps", module("""

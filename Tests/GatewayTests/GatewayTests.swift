@@ -23,10 +23,12 @@ final class GatewayFixture: Sendable {
     let clock = TestClock()
 
     /// A gateway over the modules of `modulesDirectory` (the examples by
-    /// default) and `extraModules`, module files (XML) loaded beside them.
+    /// default) and `extraModules`, module files (XML) loaded beside them;
+    /// `reloadable`: a reload reads `modulesDirectory` again.
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
          modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = [],
-         authentication: Authentication = .trustedHeader, shard: ((URL) throws -> Shard)? = nil) throws {
+         authentication: Authentication = .trustedHeader, shard: ((URL) throws -> Shard)? = nil,
+         reloadable: Bool = false) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
@@ -47,7 +49,8 @@ final class GatewayFixture: Sendable {
         gateway = try Gateway(engine: engine, events: events,
                               configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
                                                                   clock: clock.storageClock, authentication: authentication,
-                                                                  shard: try shard?(root)))
+                                                                  shard: try shard?(root),
+                                                                  modulesDirectory: reloadable ? modulesDirectory : nil))
     }
 
     deinit {

@@ -221,12 +221,13 @@ extension OpenAPIDescription {
             additionalProperties: .init(false))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Table events",
-            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage.",
+            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage. Also the latest module reloads (POST /admin/reload, SIGHUP), newest first; their problems and warnings for the admin only.",
             operationId: "events",
             parameters: [.parameter(OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
                                                              description: "The caller's user: their own storage's events are shown too."))],
             responses: responses(.object(properties: ["counts": .object(additionalProperties: .init(.integer(format: .int64))),
-                                                      "recent": .array(items: event)], additionalProperties: .init(false)), errors: [400, 401, 403]),
+                                                      "recent": .array(items: event),
+                                                      "reloads": .array(items: Self.reloadSchema)], additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }

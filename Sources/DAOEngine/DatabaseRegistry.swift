@@ -1,3 +1,4 @@
+import DAOSQLite
 import Foundation
 import Synchronization
 

@@ -14,16 +14,23 @@ public final class Engine: Sendable {
         /// The folder that holds every database file.
         public var dataDirectory: String
         public var database: DatabaseConfiguration
-        /// Database files open at once; beyond it idle ones are closed.
+        /// Database files open at once, whatever they hold; beyond it idle ones are closed.
         public var maximumOpenDatabases: Int
+        /// File descriptors the open database files may hold; beyond it idle ones are closed.
+        public var maximumOpenDescriptors: Int
+        /// Bytes the open database files may hold (estimated, `DatabasePool.resourceCost`); beyond it idle ones are closed.
+        public var maximumOpenBytes: Int
         /// The cipher of `crypt` properties; required when a module declares one.
         public var cipher: Cipher?
 
         public init(dataDirectory: String, database: DatabaseConfiguration = .init(),
-                    maximumOpenDatabases: Int = 128, cipher: Cipher? = nil) {
+                    maximumOpenDatabases: Int = 100_000, maximumOpenDescriptors: Int = 4096,
+                    maximumOpenBytes: Int = 256 << 20, cipher: Cipher? = nil) {
             self.dataDirectory = dataDirectory
             self.database = database
             self.maximumOpenDatabases = maximumOpenDatabases
+            self.maximumOpenDescriptors = maximumOpenDescriptors
+            self.maximumOpenBytes = maximumOpenBytes
             self.cipher = cipher
         }
     }
@@ -48,7 +55,7 @@ public final class Engine: Sendable {
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.descriptions = MethodDescriber.describe(modules)
         self.argumentChecks = ArgumentChecks(modules: modules, descriptions: descriptions)
-        self.registry = DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
+        self.registry = DatabaseRegistry(root: configuration.dataDirectory, budget: configuration.openFileBudget,
                                          configuration: configuration.database)
         self.observer = observer
     }
@@ -58,6 +65,9 @@ public final class Engine: Sendable {
 
     /// Database files open right now.
     public var openDatabaseCount: Int { registry.openCount }
+
+    /// What the open database files hold, as last measured.
+    public var openDatabaseCost: ResourceCost { registry.openCost }
 
     /// Sets the global arguments every method of `module` may read (the
     /// reference's `globalArguments`); only names the module declares in
@@ -388,12 +398,12 @@ extension Engine {
     /// it on the table created again.
     func reading<T>(_ target: Target, in database: OpenDatabase,
                     _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        let drops = database.drops.load(ordering: .sequentiallyConsistent)
+        let drops = database.readiness.drops.load(ordering: .sequentiallyConsistent)
         try prepareTable(target.module, target.table, in: database)
         do {
             return try withReader(database, body)
         } catch {
-            guard database.drops.load(ordering: .sequentiallyConsistent) != drops else { throw error }
+            guard database.readiness.drops.load(ordering: .sequentiallyConsistent) != drops else { throw error }
             return try writing([target], in: database, body)
         }
     }

@@ -174,3 +174,7 @@ public struct LeasedLRU<Key: Hashable, Value> {
         entry.newer = nil
     }
 }
+
+// An entry changes only through its LeasedLRU, which its owner keeps behind a lock.
+extension LeasedLRU.Entry: @unchecked Sendable where Key: Sendable, Value: Sendable {}
+extension LeasedLRU: @unchecked Sendable where Key: Sendable, Value: Sendable {}

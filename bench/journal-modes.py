@@ -65,19 +65,15 @@ def measure(name, pragmas, count, folder):
     fd1, rss1 = fds(), rss_kb()
     for db in held:
         lib.sqlite3_close_v2(db)
-    rounds = min(count, 2000)
-    start = time.perf_counter()
-    for path in paths[:rounds]:
-        db = open_(path, pragmas)
-        exec_(db, "select v from t where id = 1")
-        lib.sqlite3_close_v2(db)
-    read_us = (time.perf_counter() - start) / rounds * 1e6
-    start = time.perf_counter()
-    for path in paths[:rounds]:
-        db = open_(path, pragmas)
-        exec_(db, "select v from t where id = 1; insert or replace into t values (3, 'z')")
-        lib.sqlite3_close_v2(db)
-    write_us = (time.perf_counter() - start) / rounds * 1e6
+    def cold(sql):  # microseconds per open + sql + close
+        start = time.perf_counter()
+        for path in paths:
+            db = open_(path, pragmas)
+            exec_(db, sql)
+            lib.sqlite3_close_v2(db)
+        return (time.perf_counter() - start) / count * 1e6
+    read_us = cold("select v from t where id = 1")
+    write_us = cold("select v from t where id = 1; insert or replace into t values (3, 'z')")
     print(f"| {name} | {(fd1 - fd0) / count:.2f} | {(rss1 - rss0) / count:.1f} | {read_us:.0f} | {write_us:.0f} |")
 
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000

@@ -42,10 +42,10 @@ struct FirstCallBenchmark {
         var firstOpen: [Double] = [], reopen: [Double] = [], raw: [Double] = []
         for _ in 0..<5 {
             let fresh = try engine()
-            firstOpen.append(microseconds(users) { user in try read(fresh, user) })
-            reopen.append(microseconds(users) { user in try read(fresh, user) })
+            firstOpen.append(try microseconds(users) { user in try read(fresh, user) })
+            reopen.append(try microseconds(users) { user in try read(fresh, user) })
             fresh.shutdown()
-            raw.append(microseconds(users) { user in
+            raw.append(try microseconds(users) { user in
                 try RawSQLite.readOnce(path: directory + "/users/p-user\(user).db")
             })
         }

@@ -34,17 +34,23 @@ let package = Package(
             name: "DAODialect",
             dependencies: ["DAOValue", "CLibXML2", "CSQLite"]
         ),
-        // The engine: SQLite connections, execution, results, table lifecycle,
-        // encryption, storage spaces.
+        // The SQLite layer: connections, statements and their cache, the
+        // pool of a file's connections, SQLite errors. Knows nothing of DAO.
+        .target(
+            name: "DAOSQLite",
+            dependencies: ["DAOValue", "CSQLite"]
+        ),
+        // The engine: execution, results, table lifecycle, encryption,
+        // storage spaces, the registry of open files.
         .target(
             name: "DAOEngine",
-            dependencies: ["DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"]
+            dependencies: ["DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"]
         ),
         // The reference's other storage layers in the same files: the
         // key-value store, the LRU memory and disk caches.
         .target(
             name: "DAOStorage",
-            dependencies: ["DAOEngine", "DAOValue", "CSQLite"]
+            dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]
         ),
         // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
         .target(
@@ -84,6 +90,7 @@ let package = Package(
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOSQLiteTests", dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),

@@ -214,6 +214,6 @@ extension Engine {
 extension OpenDatabase {
     /// The module whose table `table` is in this file (as readied by this process), nil for any other table.
     func module(owning table: String) -> String? {
-        readyModuleTables.withLock { tables in tables.keys.first { sameTable($0.table, table) }?.module }
+        readiness.readyModuleTables.withLock { tables in tables.keys.first { sameTable($0.table, table) }?.module }
     }
 }

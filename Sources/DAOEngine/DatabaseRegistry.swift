@@ -1,4 +1,5 @@
 import DAODialect
+import DAOSQLite
 import Foundation
 import Synchronization
 
@@ -7,12 +8,14 @@ import Synchronization
 public final class OpenDatabase: Sendable {
     public let location: StorageLocation
     public let pool: DatabasePool
-    /// The storage layers' tables set up in this file (`ensure`).
-    let readyTables = Mutex<Set<String>>([])
+    /// What this process has seen set up in the file: kept by the registry
+    /// across a close and a re-open, so a re-open does not check it again.
+    let readiness: TableReadiness
 
-    init(location: StorageLocation, pool: DatabasePool) {
+    init(location: StorageLocation, pool: DatabasePool, readiness: TableReadiness = TableReadiness()) {
         self.location = location
         self.pool = pool
+        self.readiness = readiness
     }
 
     /// Runs `setUp` (an idempotent `create table if not exists`, say) the
@@ -24,8 +27,41 @@ public final class OpenDatabase: Sendable {
         markReady(name)
     }
 
-    func isReady(_ table: String) -> Bool { readyTables.withLock { $0.contains(table) } }
-    func markReady(_ table: String) { _ = readyTables.withLock { $0.insert(table) } }
+    func isReady(_ table: String) -> Bool { readiness.readyTables.withLock { $0.contains(table) } }
+    func markReady(_ table: String) { _ = readiness.readyTables.withLock { $0.insert(table) } }
+
+    /// Whether a module's table was brought to `version` here: after a reload
+    /// changes a module's version, its tables are ready for that version no more.
+    func isReady(module: String, table: String, version: Version) -> Bool {
+        readiness.readyModuleTables.withLock { $0[TableReadiness.ModuleTable(module: module, table: table)] == version }
+    }
+
+    func markReady(module: String, table: String, version: Version) {
+        readiness.readyModuleTables.withLock { $0[TableReadiness.ModuleTable(module: module, table: table)] = version }
+    }
+
+    /// Forgets that a module's table is ready: called under the writer by
+    /// whatever drops it, so that the next call, which checks under the
+    /// writer or after a failed read, creates it again.
+    func forget(module: String, table: String) {
+        _ = readiness.readyModuleTables.withLock { $0.removeValue(forKey: TableReadiness.ModuleTable(module: module, table: table)) }
+        readiness.drops.add(1, ordering: .sequentiallyConsistent)
+    }
+
+}
+
+/// The tables whose initializer and upgrades this process has seen done in
+/// one file (the version check): the storage layers' tables, and modules'.
+/// The registry keeps it while the file is closed, so that a re-open costs
+/// no version check; a reset, which removes the file, forgets it.
+final class TableReadiness: Sendable {
+    /// The storage layers' tables set up in this file (`ensure`).
+    let readyTables = Mutex<Set<String>>([])
+    /// The version each module's table was brought to.
+    let readyModuleTables = Mutex<[ModuleTable: Version]>([:])
+    /// How many times a module's table was forgotten (dropped): a read that
+    /// fails after this moved may have raced the drop, and is tried again.
+    let drops = Atomic<Int>(0)
 
     /// A module's table is ready per module (a caller-named table is checked
     /// to be the module's own before it is) and without regard to ASCII case,
@@ -43,65 +79,41 @@ public final class OpenDatabase: Sendable {
             for byte in table.utf8 { hasher.combine(byte >= 65 && byte <= 90 ? byte + 32 : byte) }
         }
     }
-
-    /// The version each ready table was brought to: after a reload changes a
-    /// module's version, its tables are ready for that version no more.
-    let readyModuleTables = Mutex<[ModuleTable: Version]>([:])
-
-    func isReady(module: String, table: String, version: Version) -> Bool {
-        readyModuleTables.withLock { $0[ModuleTable(module: module, table: table)] == version }
-    }
-
-    func markReady(module: String, table: String, version: Version) {
-        readyModuleTables.withLock { $0[ModuleTable(module: module, table: table)] = version }
-    }
-
-    /// Forgets that a module's table is ready: called under the writer by
-    /// whatever drops it, so that the next call, which checks under the
-    /// writer or after a failed read, creates it again.
-    func forget(module: String, table: String) {
-        _ = readyModuleTables.withLock { $0.removeValue(forKey: ModuleTable(module: module, table: table)) }
-        drops.add(1, ordering: .sequentiallyConsistent)
-    }
-
-    /// How many times a module's table was forgotten (dropped): a read that
-    /// fails after this moved may have raced the drop, and is tried again.
-    let drops = Atomic<Int>(0)
 }
 
-/// The open database files, at most `capacity` of them: beyond it the least
-/// recently used idle ones are closed, and reopened on demand, so that ten
-/// thousand users do not exhaust the process's file descriptors.
+/// The open database files, held to a budget of descriptors and bytes
+/// (`ResourceBudget`): beyond it the least recently used idle ones are
+/// closed, and reopened on demand, so that ten thousand users neither exhaust
+/// the process's file descriptors nor its memory. What each file holds is
+/// measured when its call ends (`DatabasePool.resourceCost`).
 final class DatabaseRegistry: Sendable {
     let root: String
-    let capacity: Int
+    let budget: ResourceBudget
     let configuration: DatabaseConfiguration
 
-    /// A class, so that a release finds its entry without hashing the location
-    /// again; its fields change only under `state`'s lock.
-    private final class Entry: @unchecked Sendable {
-        let database: OpenDatabase
-        var leases = 1
-        /// When it was last released: only idle entries are ever ordered by it.
-        var lastUse: UInt64 = 0
+    private typealias Entry = LeasedLRU<StorageLocation, OpenDatabase>.Entry
 
-        init(database: OpenDatabase) { self.database = database }
-    }
-
-    private struct State {
-        var entries: [StorageLocation: Entry] = [:]
-        var clock: UInt64 = 0
+    private struct State: ~Copyable {
+        var files: LeasedLRU<StorageLocation, OpenDatabase>
+        /// What was seen set up in files opened before, closed or not: a
+        /// re-open does not check it again. Forgotten by a reset, and all at
+        /// once past `rememberedLimit` files.
+        var readiness: [StorageLocation: TableReadiness] = [:]
         var closed = false
         /// Scopes being reset: their databases may not open.
         var fences: [ResetScope] = []
     }
 
-    private let state = Mutex(State())
+    /// Files whose readiness is remembered at most (some hundred bytes each).
+    static let rememberedLimit = 200_000
 
-    init(root: String, capacity: Int, configuration: DatabaseConfiguration) {
+    private let state: Mutex<State>
+
+    init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
-        self.capacity = max(1, capacity)
+        self.budget = budget
         self.configuration = configuration
+        self.state = Mutex(State(files: LeasedLRU(budget: budget)))
     }
 
     /// How a location's connections are opened: the size cap is for users' databases only.
@@ -122,7 +134,7 @@ final class DatabaseRegistry: Sendable {
     func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
         let entry = try acquire(location, creating: true)!
         defer { release(entry) }
-        return try body(entry.database)
+        return try body(entry.value)
     }
 
     /// Runs `body` with the location's database open if it has a file; nil,
@@ -130,7 +142,7 @@ final class DatabaseRegistry: Sendable {
     func withExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
         guard let entry = try acquire(location, creating: false) else { return nil }
         defer { release(entry) }
-        return try body(entry.database)
+        return try body(entry.value)
     }
 
     /// The location's database, waiting (up to 5 s) while a reset of it runs;
@@ -164,54 +176,42 @@ final class DatabaseRegistry: Sendable {
     private enum Acquired { case entry(Entry), fenced, absent }
 
     private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Acquired {
-        var opened = false
+        var evicted: [OpenDatabase] = []
         let result: Result<Acquired, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
             if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(.fenced) }
-            if let entry = state.entries[location] {
-                entry.leases += 1
-                return .success(.entry(entry))
-            }
+            if let entry = state.files.lease(location) { return .success(.entry(entry)) }
             if !creating && !FileManager.default.fileExists(atPath: path(of: location)) { return .success(.absent) }
             // Opened under the lock, so that one file never gets two pools (two writers).
             do throws(SQLiteError) {
                 let pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location))
-                let entry = Entry(database: OpenDatabase(location: location, pool: pool))
-                state.entries[location] = entry
-                opened = true
+                let readiness = state.readiness[location] ?? {
+                    if state.readiness.count >= Self.rememberedLimit { state.readiness.removeAll() }
+                    let made = TableReadiness()
+                    state.readiness[location] = made
+                    return made
+                }()
+                let entry = state.files.insert(location, OpenDatabase(location: location, pool: pool, readiness: readiness),
+                                               cost: pool.resourceCost)
+                evicted = state.files.evictions()
                 return .success(.entry(entry))
             } catch {
                 return .failure(EngineError(storage: error, "cannot open the database (\(location)): \(error.message)"))
             }
         }
-        let acquired = try result.get()
-        if opened { trim() }
-        return acquired
+        for database in evicted { database.pool.close() }
+        return try result.get()
     }
 
+    /// Gives a lease back with what the file holds now; closes the least
+    /// recently used idle files while the budget is exceeded.
     private func release(_ entry: Entry) {
-        let crowded = state.withLock { state in
-            state.clock &+= 1
-            entry.leases -= 1
-            entry.lastUse = state.clock
-            return state.entries.count > capacity
+        let cost = entry.value.pool.resourceCost
+        let evicted = state.withLock { state in
+            state.files.release(entry, cost: cost)
+            return state.files.evictions()
         }
-        // Databases that were busy when others opened may be closed now.
-        if crowded { trim() }
-    }
-
-    /// Closes least recently used idle databases while more than `capacity` are open.
-    private func trim() {
-        let victims: [OpenDatabase] = state.withLock { state in
-            guard state.entries.count > capacity else { return [] }
-            let idle = state.entries.filter { $0.value.leases == 0 }.sorted { $0.value.lastUse < $1.value.lastUse }
-            let excess = state.entries.count - capacity
-            return idle.prefix(excess).map { location, entry in
-                state.entries[location] = nil
-                return entry.database
-            }
-        }
-        for database in victims { database.pool.close() }
+        for database in evicted { database.pool.close() }
     }
 
     /// Gives file descriptors back after an open failed for want of them:
@@ -219,9 +219,8 @@ final class DatabaseRegistry: Sendable {
     /// the others (they reopen on demand). Whether there was anything to close.
     func relieve() -> Bool {
         let (idle, others) = state.withLock { state -> (OpenDatabase?, [OpenDatabase]) in
-            let idle = state.entries.filter { $0.value.leases == 0 }.min { $0.value.lastUse < $1.value.lastUse }
-            if let idle { state.entries[idle.key] = nil }
-            return (idle?.value.database, state.entries.values.map(\.database))
+            let idle = state.files.removeOldestIdle()
+            return (idle, state.files.entries.values.map(\.value))
         }
         idle?.pool.close()
         for database in others { database.pool.closeIdleReaders() }
@@ -229,33 +228,42 @@ final class DatabaseRegistry: Sendable {
     }
 
     /// The databases open right now.
-    var openCount: Int { state.withLock { $0.entries.count } }
+    var openCount: Int { state.withLock { $0.files.count } }
+
+    /// What the open databases hold, as last measured.
+    var openCost: ResourceCost { state.withLock { $0.files.total } }
 
     /// Closes a location's database if it is open and idle (before its file is removed).
     func close(_ location: StorageLocation) -> Bool {
-        let database: OpenDatabase? = state.withLock { state in
-            guard let entry = state.entries[location], entry.leases == 0 else { return nil }
-            state.entries[location] = nil
-            return entry.database
+        let result: (database: OpenDatabase?, closed: Bool) = state.withLock { state in
+            guard let entry = state.files.entries[location] else {
+                state.readiness[location] = nil
+                return (nil, true)
+            }
+            guard entry.leases == 0 else { return (nil, false) }
+            state.files.remove(location)
+            state.readiness[location] = nil
+            return (entry.value, true)
         }
-        database?.pool.close()
-        return database != nil || state.withLock { $0.entries[location] == nil }
+        result.database?.pool.close()
+        return result.closed
     }
 
     /// Runs `body` while no database of `scope` is open: new calls to them
     /// are refused (`busy`), those in flight are waited for (up to
     /// `timeout`, then `busy`), and their connections are closed. For resets,
-    /// which remove the files.
+    /// which remove the files: what was seen set up in them is forgotten.
     func exclusively<T>(_ scope: ResetScope, timeout: Duration, _ body: () throws -> T) throws -> T {
         state.withLock { $0.fences.append(scope) }
         defer { state.withLock { state in state.fences.remove(at: state.fences.firstIndex(of: scope)!) } }
         let deadline = ContinuousClock.now + timeout
         while true {
             let closing: [OpenDatabase]? = state.withLock { state in
-                let inScope = state.entries.filter { scope.contains($0.key) }
+                let inScope = state.files.entries.filter { scope.contains($0.key) }
                 guard inScope.allSatisfy({ $0.value.leases == 0 }) else { return nil }
-                for location in inScope.keys { state.entries[location] = nil }
-                return inScope.values.map(\.database)
+                for location in inScope.keys { state.files.remove(location) }
+                state.readiness = state.readiness.filter { !scope.contains($0.key) }
+                return inScope.values.map(\.value)
             }
             if let closing {
                 for database in closing { database.pool.close() }
@@ -273,8 +281,7 @@ final class DatabaseRegistry: Sendable {
     func closeAll() {
         let databases = state.withLock { state in
             state.closed = true
-            defer { state.entries.removeAll() }
-            return state.entries.values.map(\.database)
+            return state.files.removeAll().map(\.value)
         }
         for database in databases { database.pool.close() }
     }

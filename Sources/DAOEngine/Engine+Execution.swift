@@ -1,3 +1,4 @@
+import DAOSQLite
 import CSQLite
 import DAODialect
 import DAOValue

@@ -1,3 +1,4 @@
+import DAOSQLite
 import DAODialect
 import DAOValue
 import Synchronization
@@ -13,8 +14,12 @@ public final class Engine: Sendable {
         /// The folder that holds every database file.
         public var dataDirectory: String
         public var database: DatabaseConfiguration
-        /// Database files open at once; beyond it idle ones are closed.
+        /// Database files open at once, whatever they hold; beyond it idle ones are closed.
         public var maximumOpenDatabases: Int
+        /// File descriptors the open database files may hold; beyond it idle ones are closed.
+        public var maximumOpenDescriptors: Int
+        /// Bytes the open database files may hold (estimated, `DatabasePool.resourceCost`); beyond it idle ones are closed.
+        public var maximumOpenBytes: Int
         /// The cipher of `crypt` properties; required when a module declares one.
         public var cipher: Cipher?
         /// Events of one database kept for a change feed's client to resume (`ChangeFeed.window`).
@@ -23,10 +28,13 @@ public final class Engine: Sendable {
         public var changeRetention = Duration.seconds(300)
 
         public init(dataDirectory: String, database: DatabaseConfiguration = .init(),
-                    maximumOpenDatabases: Int = 128, cipher: Cipher? = nil) {
+                    maximumOpenDatabases: Int = 100_000, maximumOpenDescriptors: Int = 4096,
+                    maximumOpenBytes: Int = 256 << 20, cipher: Cipher? = nil) {
             self.dataDirectory = dataDirectory
             self.database = database
             self.maximumOpenDatabases = maximumOpenDatabases
+            self.maximumOpenDescriptors = maximumOpenDescriptors
+            self.maximumOpenBytes = maximumOpenBytes
             self.cipher = cipher
         }
     }
@@ -49,7 +57,7 @@ public final class Engine: Sendable {
     /// - Throws: when a module declares `crypt` and no cipher is configured.
     public convenience init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
         try self.init(modules: modules, configuration: configuration, observer: observer,
-                      registry: DatabaseRegistry(root: configuration.dataDirectory, capacity: configuration.maximumOpenDatabases,
+                      registry: DatabaseRegistry(root: configuration.dataDirectory, budget: configuration.openFileBudget,
                                                  configuration: configuration.database),
                       globalArguments: GlobalArguments(),
                       changes: ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention))
@@ -87,6 +95,9 @@ public final class Engine: Sendable {
 
     /// Database files open right now.
     public var openDatabaseCount: Int { registry.openCount }
+
+    /// What the open database files hold, as last measured.
+    public var openDatabaseCost: ResourceCost { registry.openCost }
 
     /// Sets the global arguments every method of `module` may read (the
     /// reference's `globalArguments`); only names the module declares in
@@ -422,12 +433,12 @@ extension Engine {
     /// it on the table created again.
     func reading<T>(_ target: Target, in database: OpenDatabase,
                     _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        let drops = database.drops.load(ordering: .sequentiallyConsistent)
+        let drops = database.readiness.drops.load(ordering: .sequentiallyConsistent)
         try prepareTable(target.module, target.table, in: database)
         do {
             return try withReader(database, body)
         } catch {
-            guard database.drops.load(ordering: .sequentiallyConsistent) != drops else { throw error }
+            guard database.readiness.drops.load(ordering: .sequentiallyConsistent) != drops else { throw error }
             return try writing([target], in: database, body)
         }
     }

@@ -1,3 +1,4 @@
+import DAOSQLite
 import DAODialect
 import DAOValue
 

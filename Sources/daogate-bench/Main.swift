@@ -8,6 +8,7 @@ import Foundation
 ///     daogate-bench engine MODULES_DIR BENCH_MODULES_DIR
 ///     daogate-bench gateway MODULES_DIR
 ///     daogate-bench auth MODULES_DIR
+///     daogate-bench first-call BENCH_MODULES_DIR
 @main
 enum Bench {
     static func main() throws {
@@ -23,6 +24,9 @@ enum Bench {
         case "auth":
             guard arguments.count == 2 else { usage() }
             try AuthBenchmark(modules: arguments[arguments.startIndex + 1]).run()
+        case "first-call":
+            guard arguments.count == 2 else { usage() }
+            try FirstCallBenchmark(benchModules: arguments[arguments.startIndex + 1]).run()
         case "engine":
             let folders = Array(arguments.dropFirst())
             guard folders.count == 2 else { usage() }
@@ -33,7 +37,7 @@ enum Bench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR | gateway|auth MODULES_DIR\n".utf8))
+        FileHandle.standardError.write(Data("usage: daogate-bench render|engine MODULES_DIR BENCH_MODULES_DIR | gateway|auth MODULES_DIR | first-call BENCH_MODULES_DIR\n".utf8))
         exit(2)
     }
 }

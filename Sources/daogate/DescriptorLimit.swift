@@ -20,6 +20,15 @@ struct DescriptorLimit {
         engine.maximumDescriptors(threads: threads) + connections + reserve(threads: threads)
     }
 
+    /// The default descriptor budget of the open database files: three
+    /// quarters of the hard limit (what `ensure` may raise the soft one to),
+    /// less the HTTP connections, at most 60,000 and at least 64.
+    static func defaultDatabaseDescriptors(connections: Int) -> Int {
+        var limits = rlimit()
+        let hard = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 ? count(limits.rlim_max) : 1024
+        return max(64, min(60_000, min(hard, 1 << 24) / 4 * 3 - connections))
+    }
+
     /// What `ensure` did.
     enum Outcome: Equatable {
         /// The soft limit was enough already.
@@ -48,16 +57,17 @@ struct DescriptorLimit {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 { return .raised(from: soft, to: needed) }
         }
         let perDatabase = engine.descriptorsPerDatabase
-        let fitting = (max(soft, hard) - connections - reserve(threads: threads) - threads) / perDatabase - threads
+        let fitting = max(soft, hard) - connections - reserve(threads: threads) - threads * (perDatabase + 1)
         var message = """
             the settings may need \(needed) file descriptors, but the process may open \(soft) \
-            (hard limit \(hard)): --max-open-databases \(engine.maximumOpenDatabases) \
-            (DAOGATE_MAX_OPEN_DATABASES) databases, plus one per --threads \(threads), at \(perDatabase) each \
-            (a writer and \(engine.database.maximumReaders) readers, each with its -wal, and a shared -shm), \
-            \(connections) HTTP connections and \(reserve(threads: threads)) more. Raise the limit \
+            (hard limit \(hard)): --max-open-descriptors \(engine.maximumOpenDescriptors) \
+            (DAOGATE_MAX_OPEN_DESCRIPTORS) for the open databases, plus for each of --threads \(threads) \
+            a database at its most, \(perDatabase) (a writer and \(engine.database.maximumReaders) readers, \
+            each with its -wal, and a shared -shm), \(connections) HTTP connections and \
+            \(reserve(threads: threads)) more. Raise the limit \
             (ulimit -n \(needed), LimitNOFILE= in a systemd unit, --ulimit nofile= in docker)
             """
-        if fitting >= 1 { message += ", or lower --max-open-databases to \(fitting) at most" }
+        if fitting >= 16 { message += ", or lower --max-open-descriptors to \(fitting) at most" }
         throw DescriptorLimitError(message: message)
     }
 

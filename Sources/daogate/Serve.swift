@@ -72,8 +72,14 @@ struct Serve: ParsableCommand {
     @Option(help: "The largest request body, in bytes (DAOGATE_MAX_BODY_SIZE; default 1048576).")
     var maxBodySize: Int?
 
-    @Option(help: "Database files open at once (DAOGATE_MAX_OPEN_DATABASES; default 128).")
+    @Option(help: "Database files open at once, whatever they hold (DAOGATE_MAX_OPEN_DATABASES; default 100000: the descriptor and byte budgets decide).")
     var maxOpenDatabases: Int?
+
+    @Option(help: "File descriptors the open database files may hold; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_DESCRIPTORS; default: 3/4 of the hard limit, ulimit -Hn, less the HTTP connections, at most 60000).")
+    var maxOpenDescriptors: Int?
+
+    @Option(help: "Bytes of memory the open database files may hold, estimated; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_BYTES; default 402653184, 384 MiB).")
+    var maxOpenBytes: Int?
 
     @Option(help: "SQLite's synchronous setting: normal or full (DAOGATE_SYNCHRONOUS; default normal).")
     var synchronous: String?
@@ -168,7 +174,8 @@ struct Serve: ParsableCommand {
             dataDirectory: settings.data,
             database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads),
                                             maximumDatabaseBytes: settings.maximumDatabaseBytes),
-            maximumOpenDatabases: settings.maximumOpenDatabases, cipher: cipher)
+            maximumOpenDatabases: settings.maximumOpenDatabases, maximumOpenDescriptors: settings.maximumOpenDescriptors,
+            maximumOpenBytes: settings.maximumOpenBytes, cipher: cipher)
         engineConfiguration.changeWindow = changeFeed.window
         let httpConfiguration = HTTPServerConfiguration(
             host: settings.host, port: settings.port, threads: settings.threads,
@@ -312,6 +319,8 @@ struct Settings {
     var globalsFile: String?
     var maximumBodySize: Int
     var maximumOpenDatabases: Int
+    var maximumOpenDescriptors: Int
+    var maximumOpenBytes: Int
     var synchronous: Synchronous
     var timeout: Int
     var maximumConnections: Int
@@ -360,6 +369,9 @@ struct Settings {
                                           Engine.Configuration(dataDirectory: "").maximumOpenDatabases, 1...100_000)
         timeout = try number(options.timeout, "DAOGATE_TIMEOUT", server.connectionTimeout, 1...86_400)
         maximumConnections = try number(options.maxConnections, "DAOGATE_MAX_CONNECTIONS", server.connectionLimit, threads...1_000_000)
+        maximumOpenDescriptors = try number(options.maxOpenDescriptors, "DAOGATE_MAX_OPEN_DESCRIPTORS",
+                                            DescriptorLimit.defaultDatabaseDescriptors(connections: maximumConnections), 16...10_000_000)
+        maximumOpenBytes = try number(options.maxOpenBytes, "DAOGATE_MAX_OPEN_BYTES", 384 << 20, (1 << 20)...(1 << 50))
         maximumConnectionsPerAddress = try number(options.maxConnectionsPerAddress, "DAOGATE_MAX_CONNECTIONS_PER_ADDRESS",
                                                   min(server.connectionsPerAddress, maximumConnections), 0...maximumConnections)
         headerTimeout = try number(options.headerTimeout, "DAOGATE_HEADER_TIMEOUT", Int(server.headerTimeout.components.seconds), 0...86_400)

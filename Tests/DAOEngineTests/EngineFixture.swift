@@ -35,10 +35,11 @@ final class EngineFixture: Sendable {
         return modules
     }
 
-    func engine(_ modules: [Module], cipher: Cipher? = nil, maximumOpenDatabases: Int = 128) throws -> Engine {
+    func engine(_ modules: [Module], cipher: Cipher? = nil, maximumOpenDatabases: Int = 128,
+                maximumOpenDescriptors: Int = 4096) throws -> Engine {
         try Engine(modules: modules,
                    configuration: Engine.Configuration(dataDirectory: dataDirectory, maximumOpenDatabases: maximumOpenDatabases,
-                                                       cipher: cipher),
+                                                       maximumOpenDescriptors: maximumOpenDescriptors, cipher: cipher),
                    observer: Recorder(fixture: self))
     }
 

@@ -1,3 +1,4 @@
+import DAOSQLite
 import DAOValue
 
 /// The columns of every table and view of a database, with their declared

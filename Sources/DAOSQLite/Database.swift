@@ -48,8 +48,11 @@ public final class Database {
             try check(sqlite3_extended_result_codes(connection, 1), connection)
             daogate_sqlite_disable_dqs(connection)
             try check(sqlite3_busy_timeout(connection, configuration.busyTimeoutMilliseconds), connection)
-            if !readOnly {
-                let pragmas = "PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
+            let cache = "PRAGMA cache_size = -\(configuration.pageCacheKibibytes)"
+            if readOnly {
+                try check(sqlite3_exec(connection, cache, nil, nil, nil), connection, sql: cache)
+            } else {
+                let pragmas = "\(cache); PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
                 try check(sqlite3_exec(connection, pragmas, nil, nil, nil), connection, sql: pragmas)
                 if let bytes = configuration.maximumDatabaseBytes {
                     try limitSize(of: connection, to: bytes)
@@ -135,6 +138,21 @@ public final class Database {
 
     /// Whether a transaction is open (`!sqlite3_get_autocommit`).
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Turns `PRAGMA query_only` on or off: on, every write fails with
+    /// `SQLITE_READONLY`, as on a read-only connection.
+    func setQueryOnly(_ on: Bool) throws(SQLiteError) {
+        _ = try cachedStatement(on ? "PRAGMA query_only = 1" : "PRAGMA query_only = 0").run()
+    }
+
+    /// The bytes of this connection's page cache now (`SQLITE_DBSTATUS_CACHE_USED`), 0 once closed.
+    public var pageCacheBytes: Int {
+        guard let connection else { return 0 }
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        guard sqlite3_db_status(connection, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0) == SQLITE_OK else { return 0 }
+        return Int(current)
+    }
 
     /// Closes the connection; idempotent.
     ///

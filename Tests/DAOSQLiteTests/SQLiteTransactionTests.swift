@@ -1,4 +1,5 @@
 import CSQLite
+import DAOSQLite
 import DAOEngine
 import DAOValue
 import Testing

@@ -1,3 +1,4 @@
+import DAOSQLite
 import DAOEngine
 import Dispatch
 import DAOValue
@@ -85,6 +86,32 @@ extension DatabasePool {
     /// `read` first); false if they did not all finish within 30 s.
     func holdingReaders(_ count: Int, read: @escaping @Sendable (Database) throws -> Void = { _ in },
                         _ body: () -> Void) -> Bool {
+        // A read goes to the writer when it is free: hold it, so that every read takes a reader.
+        holdingWriter { holdingReadersWhileTheWriterIsBusy(count, read: read, body) }
+    }
+
+    /// Runs `body` while another thread holds the writer in a write body.
+    func holdingWriter<T>(_ body: () throws -> T) rethrows -> T {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = try? self.write { _ in
+                entered.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        entered.wait()
+        defer {
+            release.signal()
+            done.wait()
+        }
+        return try body()
+    }
+
+    private func holdingReadersWhileTheWriterIsBusy(_ count: Int, read: @escaping @Sendable (Database) throws -> Void,
+                                                    _ body: () -> Void) -> Bool {
         let entered = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let group = DispatchGroup()

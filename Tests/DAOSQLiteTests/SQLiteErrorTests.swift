@@ -1,4 +1,5 @@
 import CSQLite
+import DAOSQLite
 import DAOEngine
 import DAOValue
 import Testing
@@ -105,5 +106,22 @@ import Testing
         let error = SQLiteError(extendedCode: SQLITE_IOERR | (250 << 8), message: "odd")
         #expect(error.code == SQLITE_IOERR)
         #expect(error.description == "SQLite error 10 (SQLITE_IOERR): odd")
+    }
+}
+
+/// Result codes have names and match in a `switch`, a primary code matching its extended codes.
+@Suite struct ResultCodeTests {
+    @Test func aPrimaryPatternMatchesItsExtendedCodes() {
+        let unique = ResultCode(rawValue: 2067)  // SQLITE_CONSTRAINT_UNIQUE: Swift does not import the extended codes
+        #expect(ResultCode.constraint ~= unique)
+        #expect(!(unique ~= ResultCode.constraint))
+        #expect(!(ResultCode.busy ~= unique))
+        switch ResultCode(rawValue: 517) {  // SQLITE_BUSY_SNAPSHOT
+        case .busy: break
+        default: Issue.record("SQLITE_BUSY_SNAPSHOT is not .busy")
+        }
+        #expect(unique.description == "SQLITE_CONSTRAINT_UNIQUE")
+        #expect(SQLiteError(extendedCode: 262, message: "").isBusy)  // SQLITE_LOCKED_SHAREDCACHE
+        #expect(!SQLiteError(extendedCode: SQLITE_READONLY, message: "").isBusy)
     }
 }

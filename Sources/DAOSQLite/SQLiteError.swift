@@ -30,26 +30,34 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Int32 { extendedCode & 0xFF }
 
     /// A `SQLITE_CONSTRAINT` failure: unique, not null, check, foreign key….
-    public var isConstraintViolation: Bool { code == SQLITE_CONSTRAINT }
+    public var isConstraintViolation: Bool { if case .constraint = resultCode { true } else { false } }
 
     /// `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection held the lock past the busy timeout.
-    public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
+    public var isBusy: Bool {
+        switch resultCode {
+        case .busy, .locked: true
+        default: false
+        }
+    }
 
     /// A file could not be opened (`SQLITE_CANTOPEN`, or an I/O error)
     /// because the process or the system has no file descriptor left
     /// (`EMFILE`, `ENFILE`): the server is out of a resource, not broken.
     public var isOutOfDescriptors: Bool {
-        (code == SQLITE_CANTOPEN || code == SQLITE_IOERR) && (systemErrno == EMFILE || systemErrno == ENFILE)
+        switch resultCode {
+        case .cantOpen, .ioError: systemErrno == EMFILE || systemErrno == ENFILE
+        default: false
+        }
     }
 
     /// `SQLITE_TOOBIG`: a string, blob or statement over SQLite's limits.
-    public var isTooBig: Bool { code == SQLITE_TOOBIG }
+    public var isTooBig: Bool { if case .tooBig = resultCode { true } else { false } }
     /// The database reached its `max_page_count` (or the disk is full).
-    public var isFull: Bool { code == SQLITE_FULL }
+    public var isFull: Bool { if case .full = resultCode { true } else { false } }
 
     /// `SQLITE_MISMATCH`: a value of the wrong type where SQLite insists on one
     /// (an `INTEGER PRIMARY KEY`, a `LIMIT`).
-    public var isDatatypeMismatch: Bool { code == SQLITE_MISMATCH }
+    public var isDatatypeMismatch: Bool { if case .mismatch = resultCode { true } else { false } }
 
     /// SQLite refused the statement itself or what it computed, rather than
     /// failing to store or reach data: `SQLITE_ERROR` (syntax, unknown names,
@@ -58,7 +66,12 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// the schema was out of date: `select abc` on a connection that never
     /// read the schema fails so, with "no such column: abc") and `SQLITE_RANGE`
     /// (parameters that do not match the values).
-    public var isRefusal: Bool { code == SQLITE_ERROR || code == SQLITE_SCHEMA || code == SQLITE_RANGE }
+    public var isRefusal: Bool {
+        switch resultCode {
+        case .error, .schema, .range: true
+        default: false
+        }
+    }
 
     /// "SQLite error 19 (SQLITE_CONSTRAINT_UNIQUE): UNIQUE constraint failed: t.id — in: insert into t …"
     public var description: String {

@@ -19,18 +19,25 @@ public struct DatabaseConfiguration: Sendable {
     /// pages of the file's size, at least one); a write beyond it fails with `SQLITE_FULL` and its statement or
     /// transaction rolls back. nil: no cap. A file already larger keeps its size and cannot grow.
     public var maximumDatabaseBytes: Int?
+    /// The most page cache each connection keeps, in KiB (`PRAGMA cache_size = -N`):
+    /// per-user files are small, and ten thousand open connections with
+    /// SQLite's default 2 MB each would not fit in memory. A larger cache
+    /// makes a large file's reads cheaper, for memory.
+    public var pageCacheKibibytes: Int
 
     public init(
         synchronous: Synchronous = .normal,
         busyTimeoutMilliseconds: Int32 = 5000,
         maximumReaders: Int = 4,
         statementCacheCapacity: Int = 256,
-        maximumDatabaseBytes: Int? = nil
+        maximumDatabaseBytes: Int? = nil,
+        pageCacheKibibytes: Int = 64
     ) {
         self.synchronous = synchronous
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         self.maximumReaders = maximumReaders
         self.statementCacheCapacity = statementCacheCapacity
         self.maximumDatabaseBytes = maximumDatabaseBytes
+        self.pageCacheKibibytes = max(8, pageCacheKibibytes)
     }
 }

@@ -1,3 +1,4 @@
+import DAOSQLite
 import DAOEngine
 import DAOValue
 import Testing

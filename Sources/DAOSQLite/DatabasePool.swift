@@ -47,6 +47,8 @@ public final class DatabasePool: @unchecked Sendable {
     private let readers = Mutex(ReaderState())
     /// One permit per reader the pool may have checked out: `read` waits here when all are busy.
     private let readerPermits: DispatchSemaphore
+    /// The page caches of the open connections, as each last measured its own at the end of a body.
+    private let pageCacheBytes = Atomic<Int>(0)
     /// Serializes `close()`; true once done.
     private let closed = Mutex(false)
 
@@ -120,6 +122,7 @@ public final class DatabasePool: @unchecked Sendable {
             writerThread.store(thread, ordering: .releasing)
             result = Result { try body(writer.database) }
             writer.database.endUse()
+            writer.measureCache(into: pageCacheBytes)
             writerThread.store(0, ordering: .releasing)
             writeGeneration.add(1, ordering: .releasing)
         }
@@ -141,6 +144,7 @@ public final class DatabasePool: @unchecked Sendable {
     /// `inTransaction(.deferred) { … }`. Writing through a reader fails with
     /// `SQLITE_READONLY`.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        if let result = try readOnWriterIfFree(body) { return result }
         let reader = try checkOutReader()
         defer { checkIn(reader) }
         let generation = writeGeneration.load(ordering: .acquiring)
@@ -149,6 +153,49 @@ public final class DatabasePool: @unchecked Sendable {
         }
         if reader.snapshot == nil { reader.beginSnapshot(generation: generation) }
         return try body(reader.database)
+    }
+
+    /// Runs a read on the writer when no one holds it, so that a file read
+    /// by one call at a time needs one connection (its descriptors, its page
+    /// cache), not two: readers open only once reads overlap. The writer
+    /// sees every committed write, and a write body holds it to its end, so
+    /// such a read never sees half a transaction. `PRAGMA query_only` makes it
+    /// as read-only as a reader (`SQLITE_READONLY`). nil when the writer is
+    /// busy (or closed): the read then goes to a reader.
+    private func readOnWriterIfFree<T>(_ body: (Database) throws -> T) throws -> T? {
+        var result: Result<T, any Error>?
+        _ = writer.withLockIfAvailable { writer in
+            guard let connection = writer else { return }
+            let database = connection.database
+            do {
+                try database.setQueryOnly(true)
+            } catch {
+                result = .failure(error)
+                return
+            }
+            result = Result { try body(database) }
+            if database.isClosed {
+                // The body closed it (as a reader's may be): the writer is opened again.
+                connection.close(counting: pageCacheBytes)
+                do {
+                    writer = PooledConnection(database: try Database(path: path, readOnly: false, configuration: configuration))
+                } catch {
+                    writerIsOpen.store(false, ordering: .releasing)
+                    writer = nil
+                }
+                return
+            }
+            database.endUse()
+            connection.measureCache(into: pageCacheBytes)
+            do {
+                try database.setQueryOnly(false)
+            } catch {
+                // A writer left read-only would refuse every later write: closed, it fails them clearly instead.
+                database.close()
+                result = .failure(error)
+            }
+        }
+        return try result?.get()
     }
 
     private func checkOutReader() throws(SQLiteError) -> PooledConnection {
@@ -185,6 +232,7 @@ public final class DatabasePool: @unchecked Sendable {
             reader.endSnapshot()
         }
         let usable = !reader.database.isClosed
+        reader.measureCache(into: pageCacheBytes)
         let keep = readers.withLock { state in
             if state.isClosed || !usable {
                 state.openCount -= 1
@@ -193,7 +241,7 @@ public final class DatabasePool: @unchecked Sendable {
             state.idle.append(reader)
             return true
         }
-        if !keep { reader.database.close() }
+        if !keep { reader.close(counting: pageCacheBytes) }
         readerPermits.signal()
     }
 
@@ -216,6 +264,7 @@ public final class DatabasePool: @unchecked Sendable {
                 writer = nil
             }
             writerIsOpen.store(false, ordering: .releasing)
+            pageCacheBytes.store(0, ordering: .releasing)
             isDone = true
         }
     }
@@ -227,7 +276,22 @@ public final class DatabasePool: @unchecked Sendable {
 
     /// Closes the readers nobody is using, to give back file descriptors; they reopen on demand.
     public func closeIdleReaders() {
-        for reader in takeIdleReaders(closing: false) { reader.database.close() }
+        for reader in takeIdleReaders(closing: false) { reader.close(counting: pageCacheBytes) }
+    }
+
+    /// What a connection holds besides its page cache, estimated: SQLite's
+    /// own heap for it (lookaside, schema, prepared statements) and its
+    /// share of the `-shm` mapping. Measured in `DescriptorBudgetTests`.
+    public static let bytesPerConnection = 64 * 1024
+
+    /// What the pool holds now: two descriptors per open connection (the
+    /// file and its `-wal`) and the `-shm` they share; `bytesPerConnection`
+    /// per connection and the page caches as last measured.
+    public var resourceCost: ResourceCost {
+        let connections = openConnectionCount
+        guard connections > 0 else { return .zero }
+        return ResourceCost(descriptors: 2 * connections + 1,
+                            bytes: connections * Self.bytesPerConnection + pageCacheBytes.load(ordering: .relaxed))
     }
 
     private func takeIdleReaders(closing: Bool) -> [PooledConnection] {
@@ -251,8 +315,25 @@ private final class PooledConnection: @unchecked Sendable {
     /// when (`coarseMilliseconds()`).
     var snapshot: (generation: UInt64, began: UInt64)?
 
+    /// Its page cache's bytes when last measured, counted in the pool's total.
+    var cacheBytes = 0
+
     init(database: Database) {
         self.database = database
+    }
+
+    /// Measures the page cache again (a few loads inside SQLite), by the thread that holds the connection.
+    func measureCache(into total: borrowing Atomic<Int>) {
+        let now = database.pageCacheBytes
+        guard now != cacheBytes else { return }
+        total.add(now - cacheBytes, ordering: .relaxed)
+        cacheBytes = now
+    }
+
+    func close(counting total: borrowing Atomic<Int>) {
+        total.subtract(cacheBytes, ordering: .relaxed)
+        cacheBytes = 0
+        database.close()
     }
 
     /// Opens a read transaction; SQLite takes the snapshot at its first read.

@@ -1,4 +1,4 @@
-import DAOEngine
+import DAOSQLite
 import DAOValue
 import Foundation
 import Testing

@@ -205,15 +205,9 @@ struct AccessLogLine {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
+    /// The digits of `value`: `String(Int)` is a small string, built without an allocation.
     private mutating func appendDecimal(_ value: Int) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        let start = bytes.count
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        bytes[start...].reverse()
+        bytes.append(contentsOf: String(value).utf8)
     }
 }
 

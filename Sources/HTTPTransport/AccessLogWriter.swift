@@ -190,6 +190,13 @@ struct AccessLogLine {
     }
 
     private mutating func appendEscaped(_ value: String) {
+        // Most values have nothing to escape: one copy of their bytes.
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte == 0x7F { return false }
+            self.bytes.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true { return }
         for byte in value.utf8 {
             if byte < 0x20 || byte == 0x7F {
                 bytes.append(UInt8(ascii: "%"))

@@ -1,14 +1,23 @@
 import DAOValue
 
+/// A check of one argument beyond its declared type (the engine's inferred
+/// shapes): given the argument's position and value, nil when the value stands,
+/// a replacement when its stored form differs (base64 text decoded to bytes, an
+/// integral decimal made an integer), or a thrown refusal.
+public typealias ArgumentCheck = (_ position: Int, _ value: Value) throws(RenderError) -> Value?
+
 extension Method {
-    /// The frame of a call from its JSON arguments.
+    /// The frame of a call from its JSON arguments, in one walk: each value is
+    /// placed in its slot, then checked there (required, `check`, the declared
+    /// type) and replaced in place by its stored form.
     ///
     /// `arguments` is an object of arguments by name (names as declared,
     /// without `$`), an array of them by position, or null for none. Unknown
     /// names, surplus positions, a nil `$` argument and values that do not fit
     /// an argument's declared type are refused; a `binary` argument may come
-    /// as a base64 string.
-    public func frame(arguments: Value, globals: [String: Value] = [:]) throws(RenderError) -> Frame {
+    /// as a base64 string, decoded here once into the bytes that are bound.
+    public func frame(arguments: Value, globals: [String: Value] = [:],
+                      check: ArgumentCheck? = nil) throws(RenderError) -> Frame {
         var locals = [Value](repeating: .null, count: localCount)
         switch arguments {
         case .null:
@@ -36,6 +45,9 @@ extension Method {
                 throw RenderError(code: .missingArgument, method: qualifiedName,
                                   message: "argument '\(argument.name)' is required ($\(argument.name)) and was null or missing",
                                   argument: argument.name)
+            }
+            if let check, let replacement = try check(index, locals[index]) {
+                locals[index] = replacement
             }
             if let type = argument.type, let replacement = try conform(locals[index], to: type, path: argument.name) {
                 locals[index] = replacement

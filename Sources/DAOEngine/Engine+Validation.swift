@@ -37,34 +37,17 @@ struct ArgumentChecks: Sendable {
         self.checks = checks
     }
 
-    /// Refuses arguments whose values do not have their inferred shapes; the
-    /// arguments' form itself (object, array, names) is the frame's to check.
-    /// Returns them with integral decimals where integers go made integers
-    /// (JSON Schema counts 2.0 as an integer).
-    func checked(_ arguments: Value, of method: Method) throws(RenderError) -> Value {
-        guard let checks = checks[ObjectIdentifier(method)] else { return arguments }
-        switch arguments {
-        case .object(var members):
-            for (index, argument) in method.arguments.enumerated() {
-                if let value = members[argument.name],
-                   let replacement = try check(value, checks[index], path: argument.name, method: method) {
-                    members[argument.name] = replacement
-                }
-            }
-            return .object(members)
-        case .array(var values):
-            for index in values.indices where index < checks.count {
-                if let replacement = try check(values[index], checks[index], path: method.arguments[index].name, method: method) {
-                    values[index] = replacement
-                }
-            }
-            return .array(values)
-        default:
-            return arguments
-        }
+    /// The checks of `method`'s arguments by position; nil when none checks anything.
+    func checks(of method: Method) -> [Check]? {
+        checks[ObjectIdentifier(method)]
     }
 
-    private func check(_ value: Value, _ check: Check, path: String, method: Method) throws(RenderError) -> Value? {
+    /// Refuses a value that does not have its argument's inferred shape; returns
+    /// its stored form when that differs (base64 text where binary goes decoded
+    /// to the bytes bound as a BLOB; integral decimals where integers go made
+    /// integers, as JSON Schema counts 2.0 as an integer), nil when it stands.
+    /// The arguments' form itself (object, array, names) is the frame's to check.
+    func check(_ value: Value, _ check: Check, path: String, method: Method) throws(RenderError) -> Value? {
         if check.nonEmpty, case .array(let elements) = value, elements.isEmpty {
             throw RenderError(code: .wrongType, method: method.qualifiedName,
                               message: "argument '\(path)' must not be empty: its statement needs at least one element",
@@ -113,8 +96,10 @@ struct ArgumentChecks: Sendable {
         case (.integer, .double(let double)):
             guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
             return try check(.integer(integer), shape, trail: &trail, method: method) ?? .integer(integer)
-        case (.binary, .string(let text)) where Base64.decode(text) != nil:
-            return nil
+        case (.binary, .string(let text)):
+            // Decoded once, here: the bytes are what gets bound (a BLOB, as for a declared binary).
+            guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
+            return .blob(bytes)
         case (.object(let properties, _), .object(var members)):
             var changed = false
             for property in properties {

@@ -267,10 +267,18 @@ extension Engine {
                       table: try table(of: module, requested: call.table))
     }
 
-    /// A call's arguments, checked, in the slots its method renders from.
+    /// A call's arguments in the slots its method renders from, each checked (declared type and inferred
+    /// shape) as it is placed: one walk.
     private func frame(of call: Call, _ target: Target) throws(RenderError) -> Frame {
-        let arguments = try argumentChecks.checked(call.arguments, of: target.method)
-        return try target.method.frame(arguments: arguments, globals: globals(of: target.module))
+        let method = target.method
+        let globals = globals(of: target.module)
+        let argumentChecks = argumentChecks
+        guard let checks = argumentChecks.checks(of: method) else {
+            return try method.frame(arguments: call.arguments, globals: globals)
+        }
+        return try method.frame(arguments: call.arguments, globals: globals) { position, value throws(RenderError) in
+            try argumentChecks.check(value, checks[position], path: method.arguments[position].name, method: method)
+        }
     }
 
     /// Renders a call: nothing runs when this throws.

@@ -23,11 +23,15 @@ struct ResultReader {
     func read(_ statement: Statement, as type: ResultType) throws(EngineError) -> Value {
         if case .array(let element) = type {
             var rows: [Value] = []
-            while try step(statement) { rows.append(try row(statement, as: element)) }
+            guard try step(statement) else { return .array(rows) }
+            // The keys and boolean columns are the same for every row: found once, after the first step
+            // (which recompiles the statement if the schema changed).
+            let layout = try layout(statement, for: element)
+            repeat { rows.append(try row(statement, as: element, layout)) } while try step(statement)
             return .array(rows)
         }
         guard try step(statement) else { return .null }
-        return try row(statement, as: type)
+        return try row(statement, as: type, layout(statement, for: type))
     }
 
     private func step(_ statement: Statement) throws(EngineError) -> Bool {
@@ -38,37 +42,49 @@ struct ResultReader {
         }
     }
 
-    private func row(_ statement: Statement, as type: ResultType) throws(EngineError) -> Value {
+    /// The keys of an object row (the column names, renamed by a map) and its boolean columns.
+    private struct Layout {
+        var keys: [String]
+        var booleans: [Bool]
+    }
+
+    private func layout(_ statement: Statement, for type: ResultType) throws(EngineError) -> Layout? {
+        switch type {
+        case .row, .object:
+            let columns = statement.columns
+            return Layout(keys: columns.names, booleans: columns.booleans)
+        case .mapped(let mapID):
+            guard let map = module.maps[mapID] else { throw failure("map '\(mapID)' is not defined") }
+            let columns = statement.columns
+            return Layout(keys: columns.names.map { map.propertyForColumn[$0] ?? $0 }, booleans: columns.booleans)
+        case .scalar, .array:
+            return nil
+        }
+    }
+
+    private func row(_ statement: Statement, as type: ResultType, _ layout: Layout?) throws(EngineError) -> Value {
         switch type {
         case .scalar(let scalar):
             guard statement.columnCount > 0 else { throw failure("the statement returns no column") }
             return try value(statement, 0, as: scalar)
         case .row:
-            return .object(try columns(statement))
+            return .object(try columns(statement, layout!))
         case .object(let className):
-            return .object(try decrypted(columns(statement), className: className))
+            return .object(try decrypted(columns(statement, layout!), className: className))
         case .mapped(let mapID):
             guard let map = module.maps[mapID] else { throw failure("map '\(mapID)' is not defined") }
-            var object = OrderedObject()
-            object.reserveCapacity(statement.columnCount)
-            let booleans = statement.booleanColumns
-            for index in 0..<statement.columnCount {
-                let column = statement.columnName(index)
-                object[map.propertyForColumn[column] ?? column] = try cell(statement, index, boolean: booleans[index])
-            }
-            return .object(try decrypted(object, className: map.className, map: map))
+            return .object(try decrypted(columns(statement, layout!), className: map.className, map: map))
         case .array:
             throw failure("a result cannot be an array of arrays")
         }
     }
 
-    /// Column name → value; a name repeated in the row keeps the last value.
-    private func columns(_ statement: Statement) throws(EngineError) -> OrderedObject {
+    /// Key → value; a key repeated in the row keeps the last value.
+    private func columns(_ statement: Statement, _ layout: Layout) throws(EngineError) -> OrderedObject {
         var object = OrderedObject()
-        object.reserveCapacity(statement.columnCount)
-        let booleans = statement.booleanColumns
-        for index in 0..<statement.columnCount {
-            object[statement.columnName(index)] = try cell(statement, index, boolean: booleans[index])
+        object.reserveCapacity(layout.keys.count)
+        for index in layout.keys.indices {
+            object[layout.keys[index]] = try cell(statement, index, boolean: layout.booleans[index])
         }
         return object
     }

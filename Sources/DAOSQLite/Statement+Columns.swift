@@ -16,16 +16,22 @@ extension Statement {
         sqlite3_column_decltype(handle, Int32(index)).map { String(cString: $0) }
     }
 
-    /// For each result column, whether its declared type says boolean
-    /// (`declaredTypeIsBoolean`): read once per compilation of the statement
-    /// (a schema change recompiles it, and may change the types).
-    public var booleanColumns: [Bool] {
+    /// The result columns' names and which of them are declared boolean,
+    /// read once per compilation of the statement (a schema change recompiles
+    /// it, and may change the names and types), not once per row or cell.
+    public var columns: ResultColumns {
         let reprepares = sqlite3_stmt_status(handle, Int32(SQLITE_STMTSTATUS_REPREPARE), 0)
-        if let cached = booleanColumnsCache, cached.reprepares == reprepares { return cached.columns }
-        let columns = (0..<columnCount).map { columnDeclaredType($0).map(declaredTypeIsBoolean) ?? false }
-        booleanColumnsCache = (reprepares, columns)
+        if let cached = columnsCache, cached.reprepares == reprepares { return cached.columns }
+        let count = columnCount
+        let columns = ResultColumns(
+            names: (0..<count).map(columnName),
+            booleans: (0..<count).map { columnDeclaredType($0).map(declaredTypeIsBoolean) ?? false })
+        columnsCache = (reprepares, columns)
         return columns
     }
+
+    /// For each result column, whether its declared type says boolean (`declaredTypeIsBoolean`).
+    public var booleanColumns: [Bool] { columns.booleans }
 
     /// The storage class of a column of the current row: `SQLITE_INTEGER`,
     /// `SQLITE_FLOAT`, `SQLITE_TEXT`, `SQLITE_BLOB` or `SQLITE_NULL`.
@@ -70,6 +76,13 @@ extension Statement {
         default: .null
         }
     }
+}
+
+/// What a statement's result rows hold, the same for every row: the columns'
+/// names (`AS` alias, else SQLite's choice) and whether each is declared boolean.
+public struct ResultColumns: Sendable {
+    public let names: [String]
+    public let booleans: [Bool]
 }
 
 /// Whether a column declared with this type holds booleans: SQLite gives

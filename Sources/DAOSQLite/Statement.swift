@@ -13,8 +13,8 @@ public final class Statement {
     var lastUse: UInt64 = 0
     /// Whether `bind(_:)` set parameters since they were last cleared: the cache skips clearing them when not.
     var hasBindings = false
-    /// `booleanColumns`, and the compilation (`SQLITE_STMTSTATUS_REPREPARE`) it was read from.
-    var booleanColumnsCache: (reprepares: Int32, columns: [Bool])?
+    /// `columns`, and the compilation (`SQLITE_STMTSTATUS_REPREPARE`) it was read from.
+    var columnsCache: (reprepares: Int32, columns: ResultColumns)?
 
     private init(handle: SQLiteStatement, sql: String) {
         self.handle = handle

@@ -66,6 +66,33 @@ public struct TokenRefusal: Error, Sendable {
     }
 }
 
+/// A verified token as the cache's key: equal to another only when the whole token is, hashed by its length and
+/// its last 32 bytes (the end of its signature), not all of its few hundred bytes.
+///
+/// Only tokens whose signature verified are remembered, and no one without the
+/// keys can choose a signature's bytes, so the remembered keys cannot be made
+/// to collide; a lookup of any other token costs one hash of 32 bytes and, at
+/// most, comparisons with the few remembered tokens of the same hash.
+struct RememberedToken: Hashable, Sendable {
+    let token: String
+
+    init(_ token: String) {
+        self.token = token
+    }
+
+    func hash(into hasher: inout Hasher) {
+        var token = token
+        token.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[max(0, bytes.count - 32)...])))
+        }
+    }
+
+    static func == (left: RememberedToken, right: RememberedToken) -> Bool {
+        left.token == right.token
+    }
+}
+
 /// Verifies bearer JWTs (RFC 7519, RFC 8725's practice) with keys from files,
 /// remembering verified tokens so a known caller costs a hash lookup.
 ///
@@ -86,7 +113,7 @@ public final class JWTVerifier: Sendable {
         var keys: JWTKeySet
         /// Counts key swaps, so a verification that straddles one is not remembered.
         var generation = 0
-        var cache: [String: VerifiedToken] = [:]
+        var cache: [RememberedToken: VerifiedToken] = [:]
         /// The key files' identity (inode, size, modification time) when last read.
         var fileStamp: [String]
     }
@@ -148,7 +175,7 @@ public final class JWTVerifier: Sendable {
     public func cached(_ token: String) -> VerifiedToken? {
         let now = clock()
         return state.withLock { state in
-            guard let entry = state.cache[token], entry.expiry > now else { return nil }
+            guard let entry = state.cache[RememberedToken(token)], entry.expiry > now else { return nil }
             return entry
         }
     }
@@ -157,7 +184,8 @@ public final class JWTVerifier: Sendable {
     public func verify(_ token: String) throws(TokenRefusal) -> VerifiedToken {
         let now = clock()
         // The common case, a remembered token, takes one lookup under the lock and nothing else.
-        if let remembered = state.withLock({ $0.cache[token] }) {
+        let key = RememberedToken(token)
+        if let remembered = state.withLock({ $0.cache[key] }) {
             guard remembered.expiry > now else { throw TokenRefusal(.expired, "the token expired") }
             return remembered
         }
@@ -170,7 +198,7 @@ public final class JWTVerifier: Sendable {
                 state.cache = state.cache.filter { $0.value.expiry > now }
                 while state.cache.count >= settings.cacheCapacity { state.cache.remove(at: state.cache.startIndex) }
             }
-            state.cache[token] = verified
+            state.cache[key] = verified
         }
         return verified
     }

@@ -119,18 +119,24 @@ extension Gateway {
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
     func loggedUser(_ request: HTTPRequest) -> String? {
         guard case .jwt(let verifier) = configuration.authentication else {
-            return request.values(of: Self.userHeader).first.flatMap { try? Self.decodedUserHeader($0) }
+            return request.firstValue(of: Self.userHeader).flatMap { try? Self.decodedUserHeader($0) }
         }
         if let known = Self.requestCaller?.caller { return known.user?.rawValue }
-        guard let authorization = request.values(of: "Authorization").first, let token = Self.bearerToken(authorization) else { return nil }
+        guard let authorization = request.firstValue(of: "Authorization"), let token = Self.bearerToken(authorization) else { return nil }
         return verifier.cached(token)?.user.rawValue
     }
 
     /// The token of `Bearer <token>` (the scheme in any case, RFC 9110 §11.1); nil for another scheme or none.
+    /// Every request in jwt mode asks, so it allocates nothing but the token's own string.
     static func bearerToken(_ authorization: String) -> String? {
         let bytes = authorization.utf8
-        guard bytes.count > 7, bytes.prefix(7).map({ $0 | 0x20 }) == Array("bearer ".utf8) else { return nil }
-        let token = bytes.dropFirst(7).drop { $0 == 0x20 }
-        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
+        var index = bytes.startIndex
+        for expected in "bearer".utf8 {
+            guard index < bytes.endIndex, bytes[index] | 0x20 == expected else { return nil }
+            bytes.formIndex(after: &index)
+        }
+        guard index < bytes.endIndex, bytes[index] == 0x20 else { return nil }
+        while index < bytes.endIndex, bytes[index] == 0x20 { bytes.formIndex(after: &index) }
+        return index == bytes.endIndex ? nil : String(authorization[index...])
     }
 }

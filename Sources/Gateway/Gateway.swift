@@ -62,6 +62,8 @@ public final class Gateway: HTTPResponder {
     public let configuration: GatewayConfiguration
     public let events: EventLog
     let metrics: Metrics
+    /// The access log's digest of each user, computed once per id.
+    let userDigests = UserDigests()
     let openAPIDocument: [UInt8]
     /// The key-value store, in the engine's files.
     let kv: KVStore
@@ -150,7 +152,7 @@ public final class Gateway: HTTPResponder {
     private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
         guard configuration.accessLog, let user = loggedUser(request) else { return response }
         var response = response
-        response.logMetadata.append(("user", (try? UserID(user))?.description ?? "user#invalid"))
+        response.logMetadata.append(("user", userDigests.digest(user)))
         return response
     }
 

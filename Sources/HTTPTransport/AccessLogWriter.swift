@@ -101,24 +101,14 @@ public final class AccessLogWriter: Sendable {
     /// Appends one line in `StreamLogHandler`'s format: `time level label: key=value… [source] message`, the
     /// fields (one per name) sorted by name. Formatted as bytes outside the lock, the time of day once a second.
     func append(level: Logger.Level, label: String, fields: [(name: String, value: String)], source: String, message: String) {
-        var line: [UInt8] = []
-        line.reserveCapacity(256)
-        line.append(0x20)
-        line.append(contentsOf: level.rawValue.utf8)
-        line.append(0x20)
-        line.append(contentsOf: label.utf8)
-        line.append(UInt8(ascii: ":"))
-        for field in fields.sorted(by: { $0.name < $1.name }) {
-            line.append(0x20)
-            line.append(contentsOf: field.name.utf8)
-            line.append(UInt8(ascii: "="))
-            line.append(contentsOf: field.value.utf8)
-        }
-        line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: source.utf8)
-        line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: message.utf8)
-        line.append(UInt8(ascii: "\n"))
+        var line = AccessLogLine(level: level, label: label)
+        for field in fields.sorted(by: { $0.name < $1.name }) { line.field(field.name, field.value) }
+        line.end(source: source, message: message)
+        append(line: line.bytes)
+    }
+
+    /// Appends a line made by `AccessLogLine` (all but the time of day, which is added here).
+    func append(line: [UInt8]) {
         let full = pending.withLock { pending -> Bool in
             let now = time(nil)
             if now != pending.second || pending.stamp.isEmpty {
@@ -139,6 +129,92 @@ public final class AccessLogWriter: Sendable {
             nanosleep(&pause, nil)  // a signal cutting it short only flushes sooner
             flush()
         }
+    }
+}
+
+/// One access-log line after its time of day, built as bytes: ` level label: key=value… [source] message\n`.
+///
+/// Values have their control characters written as `%XX` (`escapingControlCharacters`), so a line stays one
+/// line; a control character is one byte in UTF-8 and no other character's bytes are below 0x80, so this is
+/// done byte by byte.
+struct AccessLogLine {
+    private(set) var bytes: [UInt8] = []
+
+    init(level: Logger.Level, label: String) {
+        bytes.reserveCapacity(256)
+        bytes.append(0x20)
+        bytes.append(contentsOf: level.rawValue.utf8)
+        bytes.append(0x20)
+        bytes.append(contentsOf: label.utf8)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    private mutating func name(_ name: String) {
+        bytes.append(0x20)
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(UInt8(ascii: "="))
+    }
+
+    /// ` name=value`, the value's control characters escaped.
+    mutating func field(_ name: String, _ value: String) {
+        self.name(name)
+        appendEscaped(value)
+    }
+
+    /// ` name=integer`.
+    mutating func field(_ name: String, _ value: Int) {
+        self.name(name)
+        appendDecimal(value)
+    }
+
+    /// ` name=milliseconds`, with three decimals (`milliseconds(_:)`).
+    mutating func durationField(_ name: String, _ duration: Duration) {
+        self.name(name)
+        let (seconds, attoseconds) = duration.components
+        let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+        appendDecimal(Int(microseconds / 1000))
+        bytes.append(UInt8(ascii: "."))
+        let fraction = Int(microseconds % 1000)
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 100))
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+    }
+
+    /// ` [source] message` and the line's end.
+    mutating func end(source: String, message: String) {
+        bytes.append(contentsOf: " [".utf8)
+        bytes.append(contentsOf: source.utf8)
+        bytes.append(contentsOf: "] ".utf8)
+        bytes.append(contentsOf: message.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+    }
+
+    private mutating func appendEscaped(_ value: String) {
+        // Most values have nothing to escape: one copy of their bytes.
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            for byte in bytes where byte < 0x20 || byte == 0x7F { return false }
+            self.bytes.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true { return }
+        for byte in value.utf8 {
+            if byte < 0x20 || byte == 0x7F {
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hexDigit(byte >> 4))
+                bytes.append(hexDigit(byte & 0x0F))
+            } else {
+                bytes.append(byte)
+            }
+        }
+    }
+
+    private func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
+    }
+
+    /// The digits of `value`: `String(Int)` is a small string, built without an allocation.
+    private mutating func appendDecimal(_ value: Int) {
+        bytes.append(contentsOf: String(value).utf8)
     }
 }
 

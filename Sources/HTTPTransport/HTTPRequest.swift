@@ -42,6 +42,12 @@ public struct HTTPRequest: Sendable {
         return found
     }
 
+    /// The value of the first header field named `name`, nil when none was sent; allocates nothing.
+    public func firstValue(of name: String) -> String? {
+        for field in headers where asciiCaseInsensitiveEquals(field.name, name) { return field.value }
+        return nil
+    }
+
     /// Every value of the header fields named `name`, in the order sent.
     public func values(of name: String) -> [String] {
         headers.filter { asciiCaseInsensitiveEquals($0.name, name) }.map(\.value)

@@ -99,6 +99,13 @@ public struct HAProxyConfiguration {
             "frontend daogate",
             "    bind \(listen)",
             "    http-request set-var(txn.user) \(userFetch)",
+        ]
+        if case .header = user {
+            // daogate percent-decodes X-User-Id (a Swift client sends ann%40example.com for ann@example.com),
+            // so HAProxy buckets the decoded id too.
+            lines.append("    http-request set-var(txn.user) req.fhdr(x-user-id),url_dec if { req.fhdr(x-user-id) -m sub % }")
+        }
+        lines += [
             "    acl has_user var(txn.user) -m found",
             "    acl common_path path -f \(directory)/common-paths.lst",
             "    acl common_prefix path_beg -f \(directory)/common-prefixes.lst",

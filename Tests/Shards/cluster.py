@@ -333,7 +333,9 @@ def crc_agreement(work, spare):
     timeout server 5s
 frontend crc
     bind 127.0.0.1:{BASE + 5}
-    http-request return status 200 content-type text/plain lf-string "%[req.fhdr(x-user-id),crc32] %[req.fhdr(x-user-id),crc32,mod({BUCKETS})] %[http_auth_bearer,jwt_payload_query('\\$.sub'),crc32,mod({BUCKETS})]"
+    http-request set-var(txn.user) req.fhdr(x-user-id)
+    http-request set-var(txn.user) req.fhdr(x-user-id),url_dec if {{ req.fhdr(x-user-id) -m sub % }}
+    http-request return status 200 content-type text/plain lf-string "%[var(txn.user),crc32] %[var(txn.user),crc32,mod({BUCKETS})] %[http_auth_bearer,jwt_payload_query('\\$.sub'),crc32,mod({BUCKETS})]"
 """)
     process = subprocess.Popen(["haproxy", "-f", cfg], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
@@ -341,17 +343,23 @@ frontend crc
         rng = random.Random(13)
         alphabet = [chr(c) for c in range(0x21, 0x7F)]
         ids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(600)] + USERS[:100]
+        # X-User-Id is percent-decoded (a % of the id's own is sent as %25), and so is the header HAProxy
+        # buckets by (url_dec). HAProxy's url_dec also turns a + after a ? into a space: such an id, sent
+        # with a %, is left out (docs/scaling.md says so; it gets a 421, never another shard's data).
+        ids = [user for user in ids if not ("%" in user and "?" in user and "+" in user[user.index("?"):])]
+        ids += ["ann@example.com", "a%b", "100%"]
         for user in ids:
+            header = user.replace("%", "%25")
             # jwt mode routes by the token's claim, read by HAProxy unverified: an unsigned token will do here.
             token = ".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=")
                              for part in ({"alg": "HS256", "typ": "JWT"}, {"sub": user, "exp": 4102444800})) + ".c2ln"
-            _, text, _ = request("127.0.0.1", BASE + 5, "GET", "/", headers={"X-User-Id": user, "Authorization": "Bearer " + token})
+            _, text, _ = request("127.0.0.1", BASE + 5, "GET", "/", headers={"X-User-Id": header, "Authorization": "Bearer " + token})
             crc, modded, from_token = (int(x) for x in text.split())
             if crc != zlib.crc32(user.encode()) or modded != bucket(user):
                 fail(f"HAProxy's crc32 of {user!r} is {crc} (mod {modded}), zlib's {zlib.crc32(user.encode())}")
             if from_token != modded:
                 fail(f"HAProxy's bucket of the token of {user!r} is {from_token}, not {modded}")
-            status, problem, _ = request("127.0.0.1", spare.port, "PUT", "/kv/user/x/y", {"value": 1}, {"X-User-Id": user})
+            status, problem, _ = request("127.0.0.1", spare.port, "PUT", "/kv/user/x/y", {"value": 1}, {"X-User-Id": header})
             if status != 421 or problem.get("bucket") != modded:
                 fail(f"daogate's bucket of {user!r}: {status} {problem}; HAProxy's {modded}")
         if os.path.exists(os.path.join(spare.data, "users")) and os.listdir(os.path.join(spare.data, "users")):

@@ -57,11 +57,12 @@ public struct ModuleReload: Sendable {
             "added": .array(added.map(Value.string)), "removed": .array(removed.map(Value.string)),
             "changed": .array(changed.map { ["module": .string($0.module), "fromVersion": .string($0.from), "toVersion": .string($0.to)] }),
         ]
+        // One type per member (a member that is a list to some and a count to others breaks generated Java
+        // clients): everyone gets the count, the admin the list too.
+        object["problemCount"] = .integer(Int64(problems.count))
         if details {
             object["problems"] = Self.problemsValue(problems)
             object["warnings"] = .array(warnings.map { .string($0.description) })
-        } else {
-            object["problems"] = .integer(Int64(problems.count))
         }
         return .object(object)
     }

@@ -227,7 +227,7 @@ extension Gateway {
         do {
             try ShardFiles.consistentCopy(of: "\(root)/\(location.relativePath)", to: copy, configuration: engine.configuration.database)
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/vnd.sqlite3")], body: bytes)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: bytes)
         } catch {
             throw Problem(500, "storage_failed", "cannot copy \(location): \(error)")
         }

@@ -2,15 +2,15 @@ import OpenAPIKit
 
 /// `POST /admin/reload`, and the reload reports `GET /events` shows.
 extension OpenAPIDescription {
-    /// A reload's report: `problems` and `warnings` are lists for the admin, a count of problems for anyone else.
+    /// A reload's report: `problemCount` for everyone; `problems` and `warnings`, with their files and lines, for the admin.
     static let reloadSchema = JSONSchema.object(
         properties: [
             "outcome": .string(allowedValues: ["applied", "refused"]), "reason": .string, "time": .string(format: .dateTime),
             "modules": .integer(format: .int64), "added": .array(items: .string), "removed": .array(items: .string),
             "changed": .array(items: .object(properties: ["module": .string, "fromVersion": .string, "toVersion": .string],
                                              additionalProperties: .init(false))),
-            // Titled components, which generated clients name (an untitled branch becomes `case1`).
-            "problems": .one(of: [.reference(.component(named: "LoadProblems")), .reference(.component(named: "LoadProblemCount"))]),
+            "problemCount": .integer(format: .int64, description: "How many problems the module folder has."),
+            "problems": .array(required: false, description: "The problems themselves (to the admin only).", items: loadProblemSchema),
             "warnings": .array(required: false, items: .string),
         ],
         additionalProperties: .init(false))
@@ -18,14 +18,6 @@ extension OpenAPIDescription {
     /// One problem of a module file: `file:line: message`, as `daogate check` prints it.
     static let loadProblemSchema = JSONSchema.object(
         properties: ["file": .string, "line": .integer(format: .int64), "message": .string], additionalProperties: .init(false))
-
-    /// The two forms of a reload report's `problems`: the list (to the admin), or their count.
-    mutating func addReloadComponents() {
-        components.schemas["LoadProblems"] = .array(title: "LoadProblems", description: "The module folder's problems (to the admin).",
-                                                     items: Self.loadProblemSchema)
-        components.schemas["LoadProblemCount"] = .integer(format: .int64, title: "LoadProblemCount",
-                                                          description: "How many problems the module folder has (to anyone but the admin).")
-    }
 
     /// `/admin/reload`.
     func reloadPaths(_ template: RouteTemplate) -> [DescribedPath] {

@@ -42,7 +42,7 @@ extension OpenAPIDescription {
             responses: responses(status, errors: [400, 401, 403, 404, 415]), security: admin))
         var exported = responses(.string, errors: [400, 401, 403, 404, 409, 415, 500])
         exported[200] = .init(OpenAPI.Response(description: "The SQLite file", content: [
-            .init(rawValue: "application/vnd.sqlite3")!: .init(OpenAPI.Content(schema: .string(contentEncoding: .binary))),
+            .init(rawValue: "application/octet-stream")!: .init(OpenAPI.Content(schema: .string(contentEncoding: .binary))),
         ]))
         paths["/shard/export"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "A consistent copy of a frozen bucket's file",

@@ -50,7 +50,6 @@ public struct OpenAPIDescription {
         }
         builder.addStorageComponents()
         builder.addStorageBodyComponents()
-        builder.addReloadComponents()
         if jwt { builder.requireBearer(publicPaths: publicPaths) }
         builder.unifyOperationIDs()
         return OpenAPI.Document(

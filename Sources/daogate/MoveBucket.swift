@@ -107,11 +107,8 @@ struct MoveBucket: ParsableCommand {
 
     private func adminToken() throws -> String? {
         let environment = ProcessInfo.processInfo.environment
-        if let adminTokenFile = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let data = FileManager.default.contents(atPath: adminTokenFile) else { throw ValidationError("cannot read \(adminTokenFile)") }
-            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return environment["DAOGATE_ADMIN_TOKEN"]?.trimmingCharacters(in: .whitespacesAndNewlines)
+        let file = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        return try Settings.adminToken(file: file, environment: environment)
     }
 
     /// One command on HAProxy's runtime API; its answer must be empty (success) or it is an error.

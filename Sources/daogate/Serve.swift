@@ -505,6 +505,12 @@ struct Settings {
 
     /// The admin token: the token file, else DAOGATE_ADMIN_TOKEN; nil when neither is set.
     func adminToken() throws -> String? {
+        try Self.adminToken(file: adminTokenFile, environment: environment)
+    }
+
+    /// The admin token from `file`, else `DAOGATE_ADMIN_TOKEN`: what `serve` and the commands that call a
+    /// server as its admin (`move-bucket`) read alike.
+    static func adminToken(file adminTokenFile: String?, environment: [String: String]) throws -> String? {
         var token: String?
         if let adminTokenFile {
             guard let data = FileManager.default.contents(atPath: adminTokenFile), let text = String(data: data, encoding: .utf8) else {

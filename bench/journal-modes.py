@@ -5,7 +5,11 @@ daogate configures it (no memory statistics, no bulk page-cache allocation).
 
 Prints, per mode: descriptors and RSS per open connection (N files held open
 after a select and an insert each), and the cold costs in microseconds of
-open + PK select + close and of open + select + insert + close.
+open + PK select + close and of open + select + insert + close; then the cost
+of open + select + close of a rollback file while 0, 2,000 and 9,000 others
+are held open, through SQLite's default `unix` VFS (which finds each file it
+opens in a list of every file open) and through `unix-none` (no file locks,
+no such list), which daogate uses for users' rollback files.
 
     python3 bench/journal-modes.py [N]
 """
@@ -17,6 +21,7 @@ lib.sqlite3_config(SQLITE_CONFIG_MEMSTATUS, ctypes.c_int(0))
 lib.sqlite3_config(SQLITE_CONFIG_PAGECACHE, ctypes.c_void_p(None), ctypes.c_int(0), ctypes.c_int(0))
 lib.sqlite3_initialize()
 lib.sqlite3_open_v2.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_char_p]
+VFS = None  # the default, unix
 lib.sqlite3_exec.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
 lib.sqlite3_close_v2.argtypes = [ctypes.c_void_p]
 OPEN = 0x2 | 0x4 | 0x8000  # READWRITE | CREATE | NOMUTEX
@@ -44,9 +49,10 @@ def exec_(db, sql):
 
 def open_(path, pragmas):
     db = ctypes.c_void_p()
-    if lib.sqlite3_open_v2(path.encode(), ctypes.byref(db), OPEN, None) != 0:
+    if lib.sqlite3_open_v2(path.encode(), ctypes.byref(db), OPEN, VFS) != 0:
         raise RuntimeError(path)
-    exec_(db, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-64; " + pragmas)
+    # The mode first: cache_size reads the schema, which would open the file in its old mode.
+    exec_(db, pragmas + "; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-64")
     return db
 
 def measure(name, pragmas, count, folder):
@@ -76,7 +82,40 @@ def measure(name, pragmas, count, folder):
     write_us = cold("select v from t where id = 1; insert or replace into t values (3, 'z')")
     print(f"| {name} | {(fd1 - fd0) / count:.2f} | {(rss1 - rss0) / count:.1f} | {read_us:.0f} | {write_us:.0f} |")
 
+def open_cost(vfs, held_count, folder):
+    """µs per open + PK select + close of a rollback file while held_count others are open."""
+    global VFS
+    VFS = vfs
+    pragmas = "PRAGMA journal_mode=TRUNCATE"
+    held = []
+    for i in range(held_count):
+        db = open_(f"{folder}/held-{i}.db", pragmas)
+        exec_(db, "create table if not exists t (id integer primary key, v text); select v from t where id = 1")
+        held.append(db)
+    paths = [f"{folder}/probe-{i}.db" for i in range(500)]
+    for path in paths:
+        db = open_(path, pragmas)
+        exec_(db, "create table if not exists t (id integer primary key, v text)")
+        lib.sqlite3_close_v2(db)
+    start = time.perf_counter()
+    for path in paths:
+        db = open_(path, pragmas)
+        exec_(db, "select v from t where id = 1")
+        lib.sqlite3_close_v2(db)
+    elapsed = (time.perf_counter() - start) / len(paths) * 1e6
+    for db in held:
+        lib.sqlite3_close_v2(db)
+    return elapsed
+
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+if len(sys.argv) > 2 and sys.argv[2] == "open-cost":  # in a process of its own
+    folder = tempfile.mkdtemp(prefix="daogate-journal-")
+    try:
+        vfs = None if sys.argv[3] == "unix" else sys.argv[3].encode()
+        print(f"| {sys.argv[3]} | " + " | ".join(f"{open_cost(vfs, n, folder):.0f}" for n in (0, 2000, 9000)) + " |")
+    finally:
+        shutil.rmtree(folder)
+    sys.exit(0)
 if len(sys.argv) > 2:  # one mode, in a process of its own (so no mode reuses another's freed memory)
     folder = tempfile.mkdtemp(prefix="daogate-journal-")
     try:
@@ -93,3 +132,10 @@ sys.stdout.flush()
 import subprocess
 for name in MODES:
     subprocess.run([sys.executable, __file__, str(count), name], check=True)
+print()
+print("open + PK select + close of a rollback file (µs) while N other files are held open")
+print("| VFS | N = 0 | N = 2,000 | N = 9,000 |")
+print("| --- | --- | --- | --- |")
+sys.stdout.flush()
+for vfs in ("unix", "unix-none"):
+    subprocess.run([sys.executable, __file__, str(count), "open-cost", vfs], check=True)

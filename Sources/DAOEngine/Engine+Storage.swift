@@ -70,11 +70,11 @@ extension Engine {
         FileManager.default.fileExists(atPath: registry.path(of: location))
     }
 
-    /// Bytes a location's database takes on disk: its file and its write-ahead log (0 when it has neither).
+    /// Bytes a location's database takes on disk: its file and its journal, write-ahead or rollback (0 when it has neither).
     public func databaseBytes(_ location: StorageLocation) -> Int64 {
         let path = registry.path(of: location)
         var total: Int64 = 0
-        for file in [path, path + "-wal"] {
+        for file in [path, path + "-wal", path + "-journal"] {
             var status = stat()
             if stat(file, &status) == 0 { total += Int64(status.st_size) }
         }

@@ -6,7 +6,7 @@ import Synchronization
 /// Runs DAO modules on SQLite files: the server-side APDataCenter.
 ///
 /// Thread-safe: libmicrohttpd's worker threads call it concurrently. Each
-/// database file has one writer connection and a pool of readers (WAL);
+/// database file has one writer connection, and in WAL a pool of readers;
 /// every write method runs in one transaction, every select in its own
 /// snapshot.
 public final class Engine: Sendable {
@@ -20,6 +20,9 @@ public final class Engine: Sendable {
         public var maximumOpenDescriptors: Int
         /// Bytes the open database files may hold (estimated, `DatabasePool.resourceCost`); beyond it idle ones are closed.
         public var maximumOpenBytes: Int
+        /// The journal of users' files (`--user-journal`); the common and
+        /// bound files keep WAL, as many callers read them at once.
+        public var userJournal: JournalMode = .rollback
         /// The cipher of `crypt` properties; required when a module declares one.
         public var cipher: Cipher?
         /// Events of one database kept for a change feed's client to resume (`ChangeFeed.window`).
@@ -58,7 +61,7 @@ public final class Engine: Sendable {
     public convenience init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
         try self.init(modules: modules, configuration: configuration, observer: observer,
                       registry: DatabaseRegistry(root: configuration.dataDirectory, budget: configuration.openFileBudget,
-                                                 configuration: configuration.database),
+                                                 configuration: configuration.database, userJournal: configuration.userJournal),
                       globalArguments: GlobalArguments(),
                       changes: ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention))
     }

@@ -108,6 +108,17 @@ extension Database {
         sqlite3_wal_hook(connection, changeHookCommitted, context)
     }
 
+    /// Reports what the last transaction committed, when the connection is
+    /// out of any transaction and a transaction changed rows: with a rollback
+    /// journal, which calls no WAL hook, the pool calls it after each write
+    /// body (a rolled-back transaction recorded nothing, its rollback hook
+    /// forgot it). In WAL the WAL hook has reported everything already.
+    func publishCommittedChanges() {
+        // `watching` is set by a transaction's first change, whether or not anyone listened: that transaction ends here.
+        guard let hooks = changeHooks, hooks.watching != nil, !isClosed, !isInTransaction else { return }
+        hooks.publish()
+    }
+
     /// Whether `observeChanges` installed hooks on this connection.
     public var isObservingChanges: Bool { changeHooks != nil }
 

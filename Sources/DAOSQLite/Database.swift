@@ -37,7 +37,8 @@ public final class Database {
     private static func open(path: String, readOnly: Bool, configuration: DatabaseConfiguration) throws(SQLiteError) -> SQLiteConnection {
         let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         var connection: SQLiteConnection?
-        let code = sqlite3_open_v2(path, &connection, access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+        let code = sqlite3_open_v2(path, &connection, access | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                                   configuration.usesFileLocks ? nil : "unix-none")
         guard code == SQLITE_OK, let connection else {
             var error = SQLiteError(resultCode: code, connection: connection, sql: nil)
             error.message += ": \(path)"
@@ -152,6 +153,13 @@ public final class Database {
         var highest: Int32 = 0
         guard sqlite3_db_status(connection, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0) == SQLITE_OK else { return 0 }
         return Int(current)
+    }
+
+    /// Frees the pages of the page cache no statement holds (`sqlite3_db_release_memory`): the next
+    /// statements read the pages they need again, from the operating system's cache.
+    func releasePageCache() {
+        guard let connection else { return }
+        sqlite3_db_release_memory(connection)
     }
 
     /// Closes the connection; idempotent.

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// One database file: a writer connection and a pool of read-only readers (WAL). Sendable: used from many threads.
+/// One database file: a writer connection and, in WAL, a pool of read-only readers. Sendable: used from many threads.
 ///
 /// The model is GRDB's `DatabasePool`, without its queues: callers are plain
 /// OS threads that block. Writes are serialized on the one writer; reads run
@@ -62,16 +62,19 @@ public final class DatabasePool: @unchecked Sendable {
 
     /// Opens the writer, creating the file and its folder if needed.
     ///
-    /// The writer gets `journal_mode = WAL`, the configuration's
-    /// `synchronous` and busy timeout, and `foreign_keys = ON`. Readers are
-    /// opened on demand, read-only, up to `maximumReaders`.
+    /// The writer gets the configuration's journal mode, `synchronous` and
+    /// busy timeout, and `foreign_keys = ON`. In WAL readers are opened on
+    /// demand, read-only, up to `maximumReaders`; with a rollback journal
+    /// none is (reads wait for the writer).
     public init(path: String, configuration: DatabaseConfiguration = .init()) throws(SQLiteError) {
         guard configuration.maximumReaders >= 1 else {
             throw .misuse("maximumReaders must be at least 1, not \(configuration.maximumReaders)")
         }
+        guard configuration.usesFileLocks || configuration.journal == .rollback else {
+            throw .misuse("a WAL file needs file locks (its -shm is shared through them)")
+        }
         try Self.createFolder(containing: path)
-        let database = try Database(path: path, readOnly: false, configuration: configuration)
-        try Self.enableWAL(database)
+        let database = try Self.openWriter(path: path, configuration: configuration)
         self.path = path
         self.configuration = configuration
         self.writer = Mutex(PooledConnection(database: database))
@@ -91,15 +94,44 @@ public final class DatabasePool: @unchecked Sendable {
         }
     }
 
-    private static func enableWAL(_ database: Database) throws(SQLiteError) {
-        let statement = try database.makeStatement("PRAGMA journal_mode = WAL")
-        let mode = try statement.step() ? statement.string(at: 0) : ""
-        statement.reset()
-        guard mode.lowercased() == "wal" else {
-            throw SQLiteError(
-                extendedCode: SQLITE_ERROR, message: "could not turn WAL on: the journal mode is \(mode)",
-                sql: statement.sql)
+    /// A writer connection in the configuration's journal mode. WAL is kept
+    /// in the file; a rollback journal's mode is the connection's, so every
+    /// writer sets it (and a file that was in WAL leaves it: SQLite
+    /// checkpoints it and removes its `-wal`).
+    private static func openWriter(path: String, configuration: DatabaseConfiguration) throws(SQLiteError) -> Database {
+        if !configuration.usesFileLocks && isInWAL(path) {
+            // `unix-none` has no shared memory to open a WAL file with: it leaves WAL through SQLite's own VFS first.
+            var locking = configuration
+            locking.usesFileLocks = true
+            try openWriter(path: path, configuration: locking).close()
         }
+        let database = try Database(path: path, readOnly: false, configuration: configuration)
+        let wanted = configuration.journal == .wal ? "wal" : "truncate"
+        do throws(SQLiteError) {
+            let statement = try database.makeStatement("PRAGMA journal_mode = \(wanted)")
+            let mode = try statement.step() ? statement.string(at: 0) : ""
+            statement.reset()
+            guard mode.lowercased() == wanted else {
+                throw SQLiteError(
+                    extendedCode: SQLITE_ERROR, message: "could not set journal_mode \(wanted): the journal mode is \(mode)",
+                    sql: statement.sql)
+            }
+        } catch {
+            database.close()
+            throw error
+        }
+        return database
+    }
+
+    /// Whether the file's header says WAL (its read and write versions, bytes 18 and 19, are 2); false for a
+    /// file that does not exist or is too short to have a header.
+    private static func isInWAL(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        var versions: (UInt8, UInt8) = (0, 0)
+        let read = withUnsafeMutableBytes(of: &versions) { pread(descriptor, $0.baseAddress, 2, 18) }
+        return read == 2 && (versions.0 == 2 || versions.1 == 2)
     }
 
     /// Runs `body` with exclusive use of the writer; calls are serialized.
@@ -122,6 +154,8 @@ public final class DatabasePool: @unchecked Sendable {
             writerThread.store(thread, ordering: .releasing)
             result = Result { try body(writer.database) }
             writer.database.endUse()
+            // A rollback journal has no WAL hook: what the body committed is reported now.
+            writer.database.publishCommittedChanges()
             writer.measureCache(into: pageCacheBytes)
             writerThread.store(0, ordering: .releasing)
             writeGeneration.add(1, ordering: .releasing)
@@ -144,7 +178,15 @@ public final class DatabasePool: @unchecked Sendable {
     /// `inTransaction(.deferred) { … }`. Writing through a reader fails with
     /// `SQLITE_READONLY`.
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
-        if let result = try readOnWriterIfFree(body) { return result }
+        if configuration.journal == .rollback {
+            // A reader's shared lock would hold back the writer's commit: every call takes the one connection.
+            if writerThread.load(ordering: .acquiring) == currentThreadID() {
+                throw SQLiteError.misuse("DatabasePool.read called inside a write body of a rollback-journal pool; use the Database that body was given")
+            }
+            guard let result = try readOnWriter(waiting: true, body) else { throw SQLiteError.closed }
+            return result
+        }
+        if let result = try readOnWriter(waiting: false, body) { return result }
         let reader = try checkOutReader()
         defer { checkIn(reader) }
         let generation = writeGeneration.load(ordering: .acquiring)
@@ -161,10 +203,10 @@ public final class DatabasePool: @unchecked Sendable {
     /// sees every committed write, and a write body holds it to its end, so
     /// such a read never sees half a transaction. `PRAGMA query_only` makes it
     /// as read-only as a reader (`SQLITE_READONLY`). nil when the writer is
-    /// busy (or closed): the read then goes to a reader.
-    private func readOnWriterIfFree<T>(_ body: (Database) throws -> T) throws -> T? {
+    /// closed, or busy and `waiting` is false: the read then goes to a reader.
+    private func readOnWriter<T>(waiting: Bool, _ body: (Database) throws -> T) throws -> T? {
         var result: Result<T, any Error>?
-        _ = writer.withLockIfAvailable { writer in
+        func run(_ writer: inout PooledConnection?) {
             guard let connection = writer else { return }
             let database = connection.database
             do {
@@ -178,7 +220,7 @@ public final class DatabasePool: @unchecked Sendable {
                 // The body closed it (as a reader's may be): the writer is opened again.
                 connection.close(counting: pageCacheBytes)
                 do {
-                    writer = PooledConnection(database: try Database(path: path, readOnly: false, configuration: configuration))
+                    writer = PooledConnection(database: try Self.openWriter(path: path, configuration: configuration))
                 } catch {
                     writerIsOpen.store(false, ordering: .releasing)
                     writer = nil
@@ -194,6 +236,11 @@ public final class DatabasePool: @unchecked Sendable {
                 database.close()
                 result = .failure(error)
             }
+        }
+        if waiting {
+            writer.withLock { run(&$0) }
+        } else {
+            _ = writer.withLockIfAvailable { run(&$0) }
         }
         return try result?.get()
     }
@@ -274,24 +321,45 @@ public final class DatabasePool: @unchecked Sendable {
         readers.withLock { $0.openCount } + (writerIsOpen.load(ordering: .acquiring) ? 1 : 0)
     }
 
+    /// Frees the writer's cached pages when no one holds it (and does nothing when someone does), for a file
+    /// going idle while memory is short: it stays open, and its next call reads its pages again.
+    public func releasePageCache() {
+        _ = writer.withLockIfAvailable { writer in
+            guard let writer else { return }
+            writer.database.releasePageCache()
+            writer.measureCache(into: pageCacheBytes)
+        }
+    }
+
     /// Closes the readers nobody is using, to give back file descriptors; they reopen on demand.
     public func closeIdleReaders() {
         for reader in takeIdleReaders(closing: false) { reader.close(counting: pageCacheBytes) }
     }
 
     /// What a connection holds besides its page cache, estimated: SQLite's
-    /// own heap for it (lookaside, schema, prepared statements) and its
-    /// share of the `-shm` mapping. Measured in `DescriptorBudgetTests`.
-    public static let bytesPerConnection = 64 * 1024
+    /// own heap for it (lookaside, schema, prepared statements), daogate's
+    /// objects for an open file, and in WAL the `-shm` mapping. Measured
+    /// in `DescriptorBudgetTests` and by `bench/run users`.
+    public static func bytesPerConnection(_ journal: JournalMode) -> Int {
+        switch journal {
+        case .wal: 64 * 1024
+        case .rollback: 24 * 1024
+        }
+    }
 
-    /// What the pool holds now: two descriptors per open connection (the
-    /// file and its `-wal`) and the `-shm` they share; `bytesPerConnection`
-    /// per connection and the page caches as last measured.
+    /// What the pool holds now: in WAL two descriptors per open connection
+    /// (the file and its `-wal`) and the `-shm` they share, with a rollback
+    /// journal the file alone (its journal is open only while a write runs);
+    /// `bytesPerConnection` per connection and the page caches as last measured.
+    /// What the open connections hold besides their page caches (`bytesPerConnection` each).
+    public var idleBytes: Int { openConnectionCount * Self.bytesPerConnection(configuration.journal) }
+
     public var resourceCost: ResourceCost {
         let connections = openConnectionCount
         guard connections > 0 else { return .zero }
-        return ResourceCost(descriptors: 2 * connections + 1,
-                            bytes: connections * Self.bytesPerConnection + pageCacheBytes.load(ordering: .relaxed))
+        let journal = configuration.journal
+        return ResourceCost(descriptors: journal == .wal ? 2 * connections + 1 : connections,
+                            bytes: connections * Self.bytesPerConnection(journal) + pageCacheBytes.load(ordering: .relaxed))
     }
 
     private func takeIdleReaders(closing: Bool) -> [PooledConnection] {

@@ -136,6 +136,12 @@ public struct LeasedLRU<Key: Hashable, Value> {
         return evicted
     }
 
+    /// Calls `body` with the idle entries, least recently used first, until it returns false.
+    public func forEachIdle(_ body: (Entry) -> Bool) {
+        var next = oldestIdle
+        while let entry = next, body(entry) { next = entry.newer }
+    }
+
     /// The least recently used idle entry, removed; nil when every entry is leased.
     public mutating func removeOldestIdle() -> Value? {
         guard let entry = oldestIdle else { return nil }

@@ -8,17 +8,63 @@ public enum ShardFiles {
     /// Copies a database as of one moment, with `VACUUM INTO` on a read-only connection of its own: a
     /// snapshot of the last commit (WAL included), taken while others read and write. `destination` is
     /// replaced if it exists; its folders are made.
-    public static func consistentCopy(of path: String, to destination: String, configuration: DatabaseConfiguration) throws {
+    ///
+    /// A users' file with a rollback journal is written by its server without
+    /// file locks (`DatabaseConfiguration.usesFileLocks`), so the copy's own
+    /// read lock does not hold that writer back; the copy is then checked as
+    /// a sequence lock is: no journal before or after it, and the file's
+    /// change counter (which every commit increments, and whose pages a
+    /// commit writes only while its journal holds them) the same on both
+    /// sides. Otherwise a write crossed it, and it is taken again (for at most `patience`).
+    public static func consistentCopy(of path: String, to destination: String, configuration: DatabaseConfiguration,
+                                      patience: Duration = .seconds(10)) throws {
         let files = FileManager.default
         try files.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        for suffix in ["", "-journal", "-wal", "-shm"] where files.fileExists(atPath: destination + suffix) {
-            try files.removeItem(atPath: destination + suffix)
+        let deadline = ContinuousClock.now + patience
+        while true {
+            for suffix in ["", "-journal", "-wal", "-shm"] where files.fileExists(atPath: destination + suffix) {
+                try files.removeItem(atPath: destination + suffix)
+            }
+            let before = RollbackState(of: path)
+            var copyError: (any Error)?
+            if before?.journalIsEmpty != false {
+                do {
+                    let database = try Database(path: path, readOnly: true, configuration: configuration)
+                    defer { database.close() }
+                    let statement = try database.makeStatement("VACUUM INTO ?")
+                    try statement.bind([.string(destination)])
+                    _ = try statement.step()
+                    // A WAL file's (or any file's under SQLite's locks) snapshot needs no check.
+                    guard let before else { return }
+                    if let after = RollbackState(of: path), after.journalIsEmpty, after.changeCounter == before.changeCounter { return }
+                } catch {
+                    // A read-only connection meeting a write's journal (SQLITE_READONLY_ROLLBACK) or its lock: again.
+                    guard before != nil else { throw error }
+                    copyError = error
+                }
+            }
+            guard ContinuousClock.now < deadline else {
+                throw copyError ?? ShardClientError("\((path as NSString).lastPathComponent) was written throughout \(patience): no consistent copy")
+            }
+            Thread.sleep(forTimeInterval: 0.002)
         }
-        let database = try Database(path: path, readOnly: true, configuration: configuration)
-        defer { database.close() }
-        let statement = try database.makeStatement("VACUUM INTO ?")
-        try statement.bind([.string(destination)])
-        _ = try statement.step()
+    }
+
+    /// What tells a rollback-journal file's commits apart: its change counter (header bytes 24–27) and whether
+    /// its `-journal` is empty or absent. nil for a WAL file, or one without a header.
+    struct RollbackState: Equatable {
+        var changeCounter: UInt32
+        var journalIsEmpty: Bool
+
+        init?(of path: String) {
+            let journal = (try? FileManager.default.attributesOfItem(atPath: path + "-journal"))?[.size] as? NSNumber
+            journalIsEmpty = (journal?.intValue ?? 0) == 0
+            guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+            defer { try? handle.close() }
+            guard let header = try? handle.read(upToCount: 28), header.count == 28,
+                  header[header.startIndex + 18] == 1, header[header.startIndex + 19] == 1 else { return nil }
+            changeCounter = header[(header.startIndex + 24)...].prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+        }
     }
 
     /// `PRAGMA integrity_check` of a file: nil when it answers `ok`, else what it found.

@@ -78,11 +78,14 @@ struct Serve: ParsableCommand {
     @Option(help: "File descriptors the open database files may hold; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_DESCRIPTORS; default: 3/4 of the hard limit, ulimit -Hn, less the HTTP connections, at most 60000).")
     var maxOpenDescriptors: Int?
 
-    @Option(help: "Bytes of memory the open database files may hold, estimated; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_BYTES; default 402653184, 384 MiB).")
+    @Option(help: "Bytes of memory the open database files may hold, estimated; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_BYTES; default 469762048, 448 MiB).")
     var maxOpenBytes: Int?
 
     @Option(help: "SQLite's synchronous setting: normal or full (DAOGATE_SYNCHRONOUS; default normal).")
     var synchronous: String?
+
+    @Option(help: "The journal of users' database files: rollback (one descriptor and no -shm per open user; a commit syncs) or wal (readers never wait for a write; three descriptors and a 32 KiB index per open user) (DAOGATE_USER_JOURNAL; default rollback). Common files are always WAL.")
+    var userJournal: String?
 
     @Option(help: "The deployment's version; when it changes, the current-version storage is reset (DAOGATE_DEPLOYMENT_VERSION; default daogate's version).")
     var deploymentVersion: String?
@@ -176,6 +179,7 @@ struct Serve: ParsableCommand {
                                             maximumDatabaseBytes: settings.maximumDatabaseBytes),
             maximumOpenDatabases: settings.maximumOpenDatabases, maximumOpenDescriptors: settings.maximumOpenDescriptors,
             maximumOpenBytes: settings.maximumOpenBytes, cipher: cipher)
+        engineConfiguration.userJournal = settings.userJournal
         engineConfiguration.changeWindow = changeFeed.window
         let httpConfiguration = HTTPServerConfiguration(
             host: settings.host, port: settings.port, threads: settings.threads,
@@ -194,6 +198,12 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         try FileManager.default.createDirectory(atPath: settings.data, withIntermediateDirectories: true)
+        do {
+            try DataFolderLock.take(folder: settings.data)
+        } catch {
+            printToStandardError("daogate: \(error)")
+            throw ExitCode(1)
+        }
         UserDigest.setKey(try UserDigest.loadOrMakeKey(in: settings.data))
         let events = EventLog(logger: logger)
         let engine: Engine
@@ -247,6 +257,7 @@ struct Serve: ParsableCommand {
             throw ExitCode(1)
         }
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
+        logger.info("open database files held to \(settings.maximumOpenDescriptors) descriptors and \(settings.maximumOpenBytes) bytes; users' files: \(settings.userJournal.rawValue) journal")
         print("daogate listening on \(server.url)")
         if let metricsServer { print("daogate metrics on \(metricsServer.url)/metrics") }
         fflush(nil)
@@ -322,6 +333,7 @@ struct Settings {
     var maximumOpenDescriptors: Int
     var maximumOpenBytes: Int
     var synchronous: Synchronous
+    var userJournal: JournalMode
     var timeout: Int
     var maximumConnections: Int
     var maximumConnectionsPerAddress: Int
@@ -371,7 +383,7 @@ struct Settings {
         maximumConnections = try number(options.maxConnections, "DAOGATE_MAX_CONNECTIONS", server.connectionLimit, threads...1_000_000)
         maximumOpenDescriptors = try number(options.maxOpenDescriptors, "DAOGATE_MAX_OPEN_DESCRIPTORS",
                                             DescriptorLimit.defaultDatabaseDescriptors(connections: maximumConnections), 16...10_000_000)
-        maximumOpenBytes = try number(options.maxOpenBytes, "DAOGATE_MAX_OPEN_BYTES", 384 << 20, (1 << 20)...(1 << 50))
+        maximumOpenBytes = try number(options.maxOpenBytes, "DAOGATE_MAX_OPEN_BYTES", 448 << 20, (1 << 20)...(1 << 50))
         maximumConnectionsPerAddress = try number(options.maxConnectionsPerAddress, "DAOGATE_MAX_CONNECTIONS_PER_ADDRESS",
                                                   min(server.connectionsPerAddress, maximumConnections), 0...maximumConnections)
         headerTimeout = try number(options.headerTimeout, "DAOGATE_HEADER_TIMEOUT", Int(server.headerTimeout.components.seconds), 0...86_400)
@@ -382,6 +394,11 @@ struct Settings {
             maximumCachesPerLocation: try number(options.memoryCachesPerSpace, "DAOGATE_MEMORY_CACHES_PER_SPACE", caches.maximumCachesPerLocation, 1...10_000),
             budgetBytes: try number(options.memoryCacheBytes, "DAOGATE_MEMORY_CACHE_BYTES", caches.budgetBytes, 0...(1 << 40)))
         maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", gateway.maximumDiskCacheCapacity, 1...1_000_000_000)
+        let journal = value(options.userJournal, "DAOGATE_USER_JOURNAL")?.lowercased() ?? JournalMode.rollback.rawValue
+        guard let parsedJournal = JournalMode(rawValue: journal) else {
+            throw ValidationError("user journal must be rollback or wal, not \(journal)")
+        }
+        userJournal = parsedJournal
         switch value(options.synchronous, "DAOGATE_SYNCHRONOUS")?.lowercased() ?? "normal" {
         case "normal": synchronous = .normal
         case "full": synchronous = .full

@@ -36,10 +36,11 @@ final class EngineFixture: Sendable {
     }
 
     func engine(_ modules: [Module], cipher: Cipher? = nil, maximumOpenDatabases: Int = 128,
-                maximumOpenDescriptors: Int = 4096) throws -> Engine {
+                maximumOpenDescriptors: Int = 4096, maximumOpenBytes: Int = 256 << 20) throws -> Engine {
         try Engine(modules: modules,
                    configuration: Engine.Configuration(dataDirectory: dataDirectory, maximumOpenDatabases: maximumOpenDatabases,
-                                                       maximumOpenDescriptors: maximumOpenDescriptors, cipher: cipher),
+                                                       maximumOpenDescriptors: maximumOpenDescriptors,
+                                                       maximumOpenBytes: maximumOpenBytes, cipher: cipher),
                    observer: Recorder(fixture: self))
     }
 

@@ -100,6 +100,28 @@ import Testing
         #expect(fixture.dataFiles().filter { $0.hasSuffix(".db") } == ["databases/audit/log.db"])
     }
 
+    /// The header's read and write versions: 1 for a rollback journal, 2 for WAL.
+    func journalVersions(_ relative: String) throws -> [UInt8] {
+        let header = try Data(contentsOf: URL(fileURLWithPath: fixture.dataDirectory + "/" + relative))
+        return [header[18], header[19]]
+    }
+
+    @Test func usersFilesHaveARollbackJournalAndTheCommonFileWAL() throws {
+        let contacts = try fixture.module("""
+            <module name="Contacts" tableName="contacts" initializer="create" version="1.0">
+              <update id="create">create table if not exists ${T} (name text)</update>
+              <insert id="add" arguments="name">insert into ${T} values (#{name})</insert>
+            </module>
+            """, file: "contacts.xml")
+        let engine = try fixture.engine([fixture.module(Self.perUser), contacts])
+        try engine.write("Diary", "write", #"["ann's"]"#, user: "ann")
+        try engine.write("Contacts", "add", #"["shared"]"#)
+        #expect(try journalVersions("users/p-ann.db") == [1, 1])
+        #expect(try journalVersions("common.db") == [2, 2])
+        #expect(!fixture.dataFiles().contains("users/p-ann.db-wal"))
+        #expect(engine.openDatabaseCost.descriptors == 1 + 3)  // ann's file; the common file, its -wal and -shm
+    }
+
     @Test func manyUsersBeyondTheOpenFileCapAreServedWithinIt() throws {
         let engine = try fixture.engine([fixture.module(Self.perUser)], maximumOpenDatabases: 8)
         for user in 0..<120 {
@@ -168,6 +190,26 @@ import Testing
             let entries = try engine.value("Diary", "read", user: "u\(user)")
             #expect(entries == .array((0..<rounds).map { .string("\($0)") }), "user \(user)")
         }
+    }
+
+    /// Past three quarters of the byte budget, files going idle give their
+    /// cached pages back instead of being closed: twenty users whose files
+    /// with their pages (about 40 kB each) would not fit in 700,000 bytes
+    /// all stay open, and read their rows again.
+    @Test func filesGoingIdleUnderMemoryPressureFreeTheirPagesAndStayOpen() throws {
+        let engine = try fixture.engine([fixture.module(Self.perUser)], maximumOpenDatabases: 100_000, maximumOpenBytes: 700_000)
+        for user in 0..<20 {
+            try engine.write("Diary", "write", #"["entry of \#(user)"]"#, user: "u\(user)")
+            #expect(try engine.value("Diary", "read", user: "u\(user)") == [.string("entry of \(user)")])
+            // With its pages, before any pressure, one file holds more than a twentieth of the budget.
+            if user == 0 { #expect(engine.openDatabaseCost.bytes > 700_000 / 20) }
+        }
+        #expect(engine.openDatabaseCount == 20)
+        #expect(engine.openDatabaseCost.bytes <= 700_000)
+        for user in 0..<20 {
+            #expect(try engine.value("Diary", "read", user: "u\(user)") == [.string("entry of \(user)")])
+        }
+        #expect(engine.openDatabaseCount == 20)
     }
 
     /// What a file's initializer and version check found is remembered

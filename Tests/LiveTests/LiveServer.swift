@@ -83,6 +83,14 @@ final class LiveServer: @unchecked Sendable {
         return try LiveServer(arguments: arguments, folder: folder)
     }
 
+    /// Kills this server (SIGKILL: no graceful stop, as a crash) and starts another on the same data and key.
+    func killedAndRestarted(arguments: [String] = [], modules: String = "modules") throws -> LiveServer {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        ownsFolder = false
+        return try LiveServer(arguments: arguments, modules: modules, folder: folder)
+    }
+
     /// What the server printed so far (standard output and error).
     var log: String { output.text }
 

@@ -1,0 +1,60 @@
+import DAOEngine
+import Foundation
+import Gateway
+import Synchronization
+import Testing
+
+/// `ShardFiles.consistentCopy` (bucket moves, `daogate backup`) of a users'
+/// file that its server writes without file locks: every copy is a commit's
+/// state, never half of one.
+@Suite struct ConsistentCopyTests {
+    @Test func copiesTakenWhileAnUnlockedWriterCommitsAreEachWhole() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-copy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/users/p-ann.db"
+        let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(journal: .rollback, usesFileLocks: false))
+        // Two tables that every commit changes together, with enough rows that a commit writes several pages.
+        try pool.write { db in
+            try db.execute("""
+                create table a (id integer primary key, v integer not null, pad text);
+                create table b (id integer primary key, v integer not null, pad text);
+                with recursive n(i) as (select 1 union all select i + 1 from n where i < 200)
+                insert into a select i, 0, hex(randomblob(100)) from n;
+                insert into b select id, 0, pad from a;
+                """)
+        }
+        let stop = Atomic<Bool>(false)
+        let commits = Atomic<Int>(0)
+        let writer = Thread {
+            while !stop.load(ordering: .relaxed) {
+                try? pool.write { db in
+                    try db.inTransaction {
+                        try db.execute("update a set v = v + 1, pad = hex(randomblob(100)); update b set v = v + 1, pad = hex(randomblob(100))")
+                    }
+                }
+                commits.add(1, ordering: .relaxed)
+                // A user's writes come and go; one writing without a pause for `patience` would leave no moment to copy.
+                Thread.sleep(forTimeInterval: 0.001)
+            }
+        }
+        writer.start()
+        defer { stop.store(true, ordering: .relaxed) }
+        let configuration = DatabaseConfiguration()
+        var sums: Set<Int64> = []
+        for round in 0..<12 {
+            let copy = folder + "/copies/\(round).db"
+            try ShardFiles.consistentCopy(of: path, to: copy, configuration: configuration)
+            #expect(try ShardFiles.integrityProblem(of: copy, configuration: configuration) == nil)
+            let database = try Database(path: copy, readOnly: true, configuration: configuration)
+            defer { database.close() }
+            let statement = try database.makeStatement("select (select sum(v) from a), (select sum(v) from b), (select count(*) from a)")
+            #expect(try statement.step())
+            let (a, b, rows) = (statement.int64(at: 0), statement.int64(at: 1), statement.int64(at: 2))
+            #expect(a == b && rows == 200 && a % 200 == 0, "copy \(round): a \(a), b \(b), rows \(rows)")
+            sums.insert(a)
+        }
+        stop.store(true, ordering: .relaxed)
+        #expect(commits.load(ordering: .relaxed) > 12, "the writer hardly ran")
+        #expect(sums.count > 1, "every copy saw the same commit: the writes never crossed them")
+    }
+}

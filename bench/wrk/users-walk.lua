@@ -1,0 +1,29 @@
+-- POST /dao/UserItems/getItem as every user in turn: with T threads (WRK_THREADS,
+-- default 2, as wrk -t), thread k reads as users k+1, k+1+T, k+1+2T, … of USERS
+-- (default 10000), so the threads together touch every user once before any
+-- twice. At the end it prints "touched N of USERS users".
+wrk.method = "POST"
+local users = tonumber(os.getenv("USERS") or "10000")
+local count = tonumber(os.getenv("WRK_THREADS") or "2")
+local headers = {["Content-Type"] = "application/json"}
+local threads = {}
+function setup(thread)
+  thread:set("index", #threads)
+  table.insert(threads, thread)
+end
+function init(args)
+  sent = 0
+end
+request = function()
+  headers["X-User-Id"] = "u" .. ((sent * count + index) % users + 1)
+  sent = sent + 1
+  return wrk.format(nil, "/dao/UserItems/getItem", headers, "[1]")
+end
+function done(summary, latency, requests)
+  local touched = 0
+  for k, thread in ipairs(threads) do
+    local mine = math.floor((users - (k - 1) + count - 1) / count)
+    touched = touched + math.min(thread:get("sent"), mine)
+  end
+  io.write(string.format("touched %d of %d users\n", touched, users))
+end

@@ -215,16 +215,19 @@ final class DatabaseRegistry: Sendable {
 
     /// Gives a lease back with what the file holds now; closes the least
     /// recently used idle files while the budget is exceeded.
-    /// Past three quarters of the byte budget, a file that goes idle frees
-    /// its cached pages (a few KiB each) before files are closed for want of
-    /// room: it stays open, and its next call reads its pages again (a few
-    /// microseconds, from the operating system's cache) instead of opening it.
+    /// Past three quarters of the byte budget, a file used now and then
+    /// (not used by any of the last calls, as many as half the open files)
+    /// frees its cached pages (a few KiB each) as it goes idle, before files
+    /// are closed for want of room: it stays open, and its next call reads
+    /// its pages again (a few microseconds, from the operating system's
+    /// cache) instead of opening it. A busy file keeps its pages.
     private func release(_ entry: Entry) {
         let pool = entry.value.pool
         let cost = pool.resourceCost
         let (evicted, short) = state.withLock { state in
             state.files.release(entry, cost: cost)
-            return (Self.makeRoom(&state.files), state.files.total.bytes > budget.bytes / 4 * 3)
+            let seldom = state.files.leaseClock &- entry.previouslyLeasedAt > UInt64(state.files.count / 2)
+            return (Self.makeRoom(&state.files), seldom && state.files.total.bytes > budget.bytes / 4 * 3)
         }
         for database in evicted { database.pool.close() }
         guard short, cost.bytes > pool.idleBytes else { return }
@@ -238,8 +241,8 @@ final class DatabaseRegistry: Sendable {
     }
 
     /// Brings the open files within the budget: first the least recently
-    /// used idle files free their cached pages (staying open), while bytes
-    /// are what is short; then the least recently used idle files are removed,
+    /// used idle files (of the 64 oldest) free their cached pages (staying
+    /// open), while bytes are what is short; then the least recently used idle files are removed,
     /// and returned for the caller to close outside the lock. (A file's pages
     /// are freed only when no one holds its connection: the try-lock never
     /// waits under the registry's lock.)
@@ -247,7 +250,8 @@ final class DatabaseRegistry: Sendable {
         if files.total.bytes > files.budget.bytes {
             var trimmed: [(Entry, ResourceCost)] = []
             var excess = files.total.bytes - files.budget.bytes
-            files.forEachIdle { entry in
+            // The oldest few: a walk over every idle file would cost each open as many steps.
+            files.forEachIdle(limit: 64) { entry in
                 let pool = entry.value.pool
                 if entry.cost.bytes > pool.idleBytes {
                     pool.releasePageCache()

@@ -86,6 +86,8 @@ public final class DatabasePool: @unchecked Sendable {
     }
 
     private static func createFolder(containing path: String) throws(SQLiteError) {
+        // Mostly the folder is there: one `access` instead of Foundation's walk of every component (a first call's open pays this).
+        if let slash = path.lastIndex(of: "/"), access(String(path[..<slash]), F_OK) == 0 { return }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -343,7 +345,7 @@ public final class DatabasePool: @unchecked Sendable {
     public static func bytesPerConnection(_ journal: JournalMode) -> Int {
         switch journal {
         case .wal: 64 * 1024
-        case .rollback: 24 * 1024
+        case .rollback: 32 * 1024
         }
     }
 

@@ -58,6 +58,10 @@ public struct LeasedLRU<Key: Hashable, Value> {
         public fileprivate(set) var leases = 1
         /// What it held when last released (or inserted).
         public fileprivate(set) var cost: ResourceCost
+        /// The LRU's lease count (`leaseClock`) at this entry's latest lease, and at the one before:
+        /// how many leases of any entry came between them tells a file used now and then from a busy one.
+        public fileprivate(set) var leasedAt: UInt64 = 0
+        public fileprivate(set) var previouslyLeasedAt: UInt64 = 0
         /// The idle list, least recently used first; only idle entries are in it.
         fileprivate var older: Entry?
         fileprivate var newer: Entry?
@@ -71,6 +75,8 @@ public struct LeasedLRU<Key: Hashable, Value> {
 
     public var budget: ResourceBudget
     public private(set) var entries: [Key: Entry] = [:]
+    /// Leases given so far, inserts included.
+    public private(set) var leaseClock: UInt64 = 0
     /// The sum of every entry's cost.
     public private(set) var total = ResourceCost.zero
     private var oldestIdle: Entry?
@@ -90,6 +96,9 @@ public struct LeasedLRU<Key: Hashable, Value> {
         guard let entry = entries[key] else { return nil }
         if entry.leases == 0 { unlinkIdle(entry) }
         entry.leases += 1
+        leaseClock &+= 1
+        entry.previouslyLeasedAt = entry.leasedAt
+        entry.leasedAt = leaseClock
         return entry
     }
 
@@ -98,6 +107,8 @@ public struct LeasedLRU<Key: Hashable, Value> {
     public mutating func insert(_ key: Key, _ value: Value, cost: ResourceCost) -> Entry {
         precondition(entries[key] == nil, "LeasedLRU.insert: the key has an entry")
         let entry = Entry(key: key, value: value, cost: cost)
+        leaseClock &+= 1
+        entry.leasedAt = leaseClock
         entries[key] = entry
         total = total + cost
         return entry
@@ -136,10 +147,14 @@ public struct LeasedLRU<Key: Hashable, Value> {
         return evicted
     }
 
-    /// Calls `body` with the idle entries, least recently used first, until it returns false.
-    public func forEachIdle(_ body: (Entry) -> Bool) {
+    /// Calls `body` with the idle entries, least recently used first, until it returns false or `limit` were seen.
+    public func forEachIdle(limit: Int = .max, _ body: (Entry) -> Bool) {
         var next = oldestIdle
-        while let entry = next, body(entry) { next = entry.newer }
+        var seen = 0
+        while let entry = next, seen < limit, body(entry) {
+            next = entry.newer
+            seen += 1
+        }
     }
 
     /// The least recently used idle entry, removed; nil when every entry is leased.

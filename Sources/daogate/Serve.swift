@@ -78,7 +78,7 @@ struct Serve: ParsableCommand {
     @Option(help: "File descriptors the open database files may hold; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_DESCRIPTORS; default: 3/4 of the hard limit, ulimit -Hn, less the HTTP connections, at most 60000).")
     var maxOpenDescriptors: Int?
 
-    @Option(help: "Bytes of memory the open database files may hold, estimated; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_BYTES; default 469762048, 448 MiB).")
+    @Option(help: "Bytes of memory the open database files may hold, estimated; beyond it the least recently used idle ones close (DAOGATE_MAX_OPEN_BYTES; default 419430400, 400 MiB).")
     var maxOpenBytes: Int?
 
     @Option(help: "SQLite's synchronous setting: normal or full (DAOGATE_SYNCHRONOUS; default normal).")
@@ -383,7 +383,7 @@ struct Settings {
         maximumConnections = try number(options.maxConnections, "DAOGATE_MAX_CONNECTIONS", server.connectionLimit, threads...1_000_000)
         maximumOpenDescriptors = try number(options.maxOpenDescriptors, "DAOGATE_MAX_OPEN_DESCRIPTORS",
                                             DescriptorLimit.defaultDatabaseDescriptors(connections: maximumConnections), 16...10_000_000)
-        maximumOpenBytes = try number(options.maxOpenBytes, "DAOGATE_MAX_OPEN_BYTES", 448 << 20, (1 << 20)...(1 << 50))
+        maximumOpenBytes = try number(options.maxOpenBytes, "DAOGATE_MAX_OPEN_BYTES", 400 << 20, (1 << 20)...(1 << 50))
         maximumConnectionsPerAddress = try number(options.maxConnectionsPerAddress, "DAOGATE_MAX_CONNECTIONS_PER_ADDRESS",
                                                   min(server.connectionsPerAddress, maximumConnections), 0...maximumConnections)
         headerTimeout = try number(options.headerTimeout, "DAOGATE_HEADER_TIMEOUT", Int(server.headerTimeout.components.seconds), 0...86_400)

@@ -65,12 +65,12 @@ import Testing
     static let rollbackFile = ResourceCost(descriptors: 1, bytes: DatabasePool.bytesPerConnection(.rollback) + 19_000)
 
     /// 100,000 users touched in turn, 8 calls in flight at once, under the
-    /// default budgets (13,976 descriptors under a hard limit of 20,000; 448 MiB):
+    /// default budgets (13,976 descriptors under a hard limit of 20,000; 400 MiB):
     /// never past the budget by more than the calls in flight, and at the end
     /// exactly as many files open as the binding budget admits.
     @Test(arguments: [
         (file: Self.file, descriptors: 12_000, bytes: 384 << 20, open: 4_000),  // WAL: the descriptors bind (3 each)
-        (file: Self.rollbackFile, descriptors: 13_976, bytes: 448 << 20, open: (448 << 20) / Self.rollbackFile.bytes),  // the bytes bind
+        (file: Self.rollbackFile, descriptors: 13_976, bytes: 400 << 20, open: (400 << 20) / Self.rollbackFile.bytes),  // the bytes bind
     ])
     func oneHundredThousandUsersStayWithinTheBudget(_ file: ResourceCost, descriptors: Int, bytes: Int, open: Int) {
         let budget = ResourceBudget(descriptors: descriptors, bytes: bytes)

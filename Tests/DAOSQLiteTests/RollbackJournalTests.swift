@@ -187,3 +187,31 @@ import Testing
         #expect(error?.resultCode == .misuse)
     }
 }
+
+/// A read on the writer is query-only without `PRAGMA query_only`, which
+/// expires every prepared statement of the connection each time it runs.
+@Suite struct QueryOnlyReadTests {
+    let folder = TemporaryFolder()
+
+    @Test(arguments: [JournalMode.wal, .rollback])
+    func readsOnTheWriterKeepTheirStatementsPreparedAndCannotWrite(_ journal: JournalMode) throws {
+        let pool = try DatabasePool(path: folder.file(), configuration: .init(journal: journal))
+        try pool.write { try $0.execute("create table t (id integer primary key, v text); insert into t values (1, 'a')") }
+        let select = "select v from t where id = ?"
+        for _ in 0..<3 {
+            #expect(try pool.read { try $0.scalar(select, [.integer(1)]) } == "a")
+        }
+        let reprepares = try pool.read { db in sqlite3_stmt_status(try db.cachedStatement(select).handle, SQLITE_STMTSTATUS_REPREPARE, 0) }
+        #expect(reprepares == 0)
+        try pool.read { db in
+            #expect(sqliteError { try db.run("insert into t values (2, 'b')") }?.code == SQLITE_READONLY)
+            #expect(sqliteError { _ = try db.makeStatement("delete from t") }?.code == SQLITE_READONLY)
+            #expect(sqliteError { try db.execute("select 1; update t set v = 'c'") }?.code == SQLITE_READONLY)
+            try db.execute("select 1; select v from t")  // reads pass
+            #expect(try db.inTransaction(.deferred) { try db.scalar("select count(*) from t") } == 1)
+        }
+        // The writer writes again once the read is over.
+        try pool.write { try $0.run("insert into t values (3, 'c')") }
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 2)
+    }
+}

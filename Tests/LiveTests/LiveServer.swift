@@ -83,6 +83,23 @@ final class LiveServer: @unchecked Sendable {
         return try LiveServer(arguments: arguments, folder: folder)
     }
 
+    /// Runs `daogate serve` with `arguments` to its exit (a server expected to refuse to start), with the
+    /// environment's `DAOGATE_` variables removed; its status and output.
+    static func refusal(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.currentDirectoryURL = root
+        process.arguments = ["serve"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
     /// Kills this server (SIGKILL: no graceful stop, as a crash) and starts another on the same data and key.
     func killedAndRestarted(arguments: [String] = [], modules: String = "modules") throws -> LiveServer {
         kill(process.processIdentifier, SIGKILL)

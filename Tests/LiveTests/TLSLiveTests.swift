@@ -71,18 +71,9 @@ import Testing
                 (["--tls-cert", first.certificate], "--tls-cert needs --tls-key"),
             ]
             for (arguments, message) in cases {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: LiveServer.binary)
-                process.currentDirectoryURL = LiveServer.root
-                process.arguments = ["serve", "--data", folder.appendingPathComponent("data").path, "--port", "0", "--key-file", key.path] + arguments
-                process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                process.standardError = pipe
-                try process.run()
-                let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                #expect(process.terminationStatus != 0, "\(arguments): \(output)")
+                let (status, output) = try LiveServer.refusal(
+                    ["--data", folder.appendingPathComponent("data").path, "--port", "0", "--key-file", key.path] + arguments)
+                #expect(status != 0, "\(arguments): \(output)")
                 #expect(output.contains(message), "\(arguments): \(output)")
                 #expect(!output.contains("listening"), "\(output)")
             }

@@ -50,18 +50,8 @@ import Testing
     @Test func aSecondServerOnTheSameDataFolderRefusesToStart() throws {
         let server = try LiveServer()
         let key = server.folder.appendingPathComponent("daogate.key").path
-        let second = Process()
-        second.executableURL = URL(fileURLWithPath: LiveServer.binary)
-        second.currentDirectoryURL = LiveServer.root
-        second.arguments = ["serve", "--modules", "modules", "--data", server.data.path, "--port", "0", "--key-file", key]
-        second.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
-        let pipe = Pipe()
-        second.standardOutput = pipe
-        second.standardError = pipe
-        try second.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        second.waitUntilExit()
-        #expect(second.terminationStatus == 1)
+        let (status, output) = try LiveServer.refusal(["--modules", "modules", "--data", server.data.path, "--port", "0", "--key-file", key])
+        #expect(status == 1)
         #expect(output.contains("another daogate serves this data folder"), "\(output)")
         // The first goes on serving.
         #expect(try server.curl("/healthz").status == 200)

@@ -99,24 +99,31 @@ public final class AccessLogWriter: Sendable {
     }
 
     /// Appends one line in `StreamLogHandler`'s format: `time level label: key=value… [source] message`, the
-    /// fields (one per name) sorted by name. Formatted as bytes outside the lock, the time of day once a second.
+    /// fields (one per name) sorted by name, the time of day recomputed once a second.
     func append(level: Logger.Level, label: String, fields: [(name: String, value: String)], source: String, message: String) {
-        var line = AccessLogLine(level: level, label: label)
-        for field in fields.sorted(by: { $0.name < $1.name }) { line.field(field.name, field.value) }
-        line.end(source: source, message: message)
-        append(line: line.bytes)
+        let sorted = fields.sorted(by: { $0.name < $1.name })
+        let prefix = AccessLogLine.prefix(level: level, label: label)
+        append { line in
+            line.append(prefix)
+            for field in sorted { line.field(field.name, field.value) }
+            line.end(source: source, message: message)
+        }
     }
 
-    /// Appends a line made by `AccessLogLine` (all but the time of day, which is added here).
-    func append(line: [UInt8]) {
+    /// Appends one line: its time of day, then what `write` puts after it (`AccessLogLine`'s pieces, ending
+    /// with `end`), written straight into the buffer under its lock (no line of its own to allocate and copy:
+    /// a cost paid on every request).
+    func append(_ write: (inout AccessLogLine) -> Void) {
         let full = pending.withLock { pending -> Bool in
             let now = time(nil)
             if now != pending.second || pending.stamp.isEmpty {
                 pending.second = now
                 pending.stamp = timestamp(now)
             }
-            pending.bytes.append(contentsOf: pending.stamp)
-            pending.bytes.append(contentsOf: line)
+            var line = AccessLogLine(taking: &pending.bytes)
+            line.append(pending.stamp)
+            write(&line)
+            line.give(to: &pending.bytes)
             return pending.bytes.count >= capacity
         }
         if full || stopped.load(ordering: .relaxed) { flush() }
@@ -132,26 +139,43 @@ public final class AccessLogWriter: Sendable {
     }
 }
 
-/// One access-log line after its time of day, built as bytes: ` level label: key=value… [source] message\n`.
+/// One access-log line after its time of day, written as bytes into the writer's buffer:
+/// ` level label: key=value… [source] message\n`.
 ///
 /// Values have their control characters written as `%XX` (`escapingControlCharacters`), so a line stays one
 /// line; a control character is one byte in UTF-8 and no other character's bytes are below 0x80, so this is
-/// done byte by byte.
+/// done byte by byte. Every piece is a copy of contiguous bytes or digits written in place: no string is made.
 struct AccessLogLine {
     private(set) var bytes: [UInt8] = []
 
-    init(level: Logger.Level, label: String) {
-        bytes.reserveCapacity(256)
-        bytes.append(0x20)
-        bytes.append(contentsOf: level.rawValue.utf8)
-        bytes.append(0x20)
-        bytes.append(contentsOf: label.utf8)
-        bytes.append(UInt8(ascii: ":"))
+    /// A line written at the end of `buffer`, which it holds until `give(to:)`.
+    init(taking buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
+    /// Hands the buffer, with the line, back.
+    mutating func give(to buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
+    /// ` level label:`, the line's start after the time of day; made once per logger.
+    static func prefix(level: Logger.Level, label: String) -> [UInt8] {
+        Array(" \(level.rawValue) \(label):".utf8)
+    }
+
+    /// ` [source] message\n`, the line's end; made once per logger.
+    static func suffix(source: String, message: String) -> [UInt8] {
+        Array(" [\(source)] \(message)\n".utf8)
+    }
+
+    /// Bytes as they are (a prefix, a suffix, a field's ` name=`).
+    mutating func append(_ piece: [UInt8]) {
+        bytes.append(contentsOf: piece)
     }
 
     private mutating func name(_ name: String) {
         bytes.append(0x20)
-        bytes.append(contentsOf: name.utf8)
+        appendUTF8(name)
         bytes.append(UInt8(ascii: "="))
     }
 
@@ -161,32 +185,47 @@ struct AccessLogLine {
         appendEscaped(value)
     }
 
+    /// `value` after a ` name=` already written, its control characters escaped.
+    mutating func value(_ value: String) {
+        appendEscaped(value)
+    }
+
+    /// `value` in decimal, after a ` name=` already written.
+    mutating func value(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDecimal(UInt64(value.magnitude))
+    }
+
     /// ` name=integer`.
     mutating func field(_ name: String, _ value: Int) {
         self.name(name)
-        appendDecimal(value)
+        self.value(value)
     }
 
-    /// ` name=milliseconds`, with three decimals (`milliseconds(_:)`).
-    mutating func durationField(_ name: String, _ duration: Duration) {
-        self.name(name)
-        let (seconds, attoseconds) = duration.components
-        let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
-        appendDecimal(Int(microseconds / 1000))
+    /// `nanoseconds` as milliseconds with three decimals (`milliseconds(_:)`), after a ` name=` already written.
+    mutating func milliseconds(nanoseconds: UInt64) {
+        let microseconds = nanoseconds / 1000
+        appendDecimal(microseconds / 1000)
         bytes.append(UInt8(ascii: "."))
-        let fraction = Int(microseconds % 1000)
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 100))
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+        let fraction = UInt8(truncatingIfNeeded: microseconds % 1000)
+        bytes.append(UInt8(ascii: "0") + fraction / 100)
+        bytes.append(UInt8(ascii: "0") + fraction / 10 % 10)
+        bytes.append(UInt8(ascii: "0") + fraction % 10)
     }
 
     /// ` [source] message` and the line's end.
     mutating func end(source: String, message: String) {
         bytes.append(contentsOf: " [".utf8)
-        bytes.append(contentsOf: source.utf8)
+        appendUTF8(source)
         bytes.append(contentsOf: "] ".utf8)
-        bytes.append(contentsOf: message.utf8)
+        appendUTF8(message)
         bytes.append(UInt8(ascii: "\n"))
+    }
+
+    /// The text's bytes, copied at once when they are contiguous (native and literal strings).
+    private mutating func appendUTF8(_ text: String) {
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if copied == nil { bytes.append(contentsOf: text.utf8) }
     }
 
     private mutating func appendEscaped(_ value: String) {
@@ -212,9 +251,14 @@ struct AccessLogLine {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
-    /// The digits of `value`: `String(Int)` is a small string, built without an allocation.
-    private mutating func appendDecimal(_ value: Int) {
-        bytes.append(contentsOf: String(value).utf8)
+    /// The digits of `value`, written in place from the most significant (no string made).
+    private mutating func appendDecimal(_ value: UInt64) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
+            divisor /= 10
+        }
     }
 }
 

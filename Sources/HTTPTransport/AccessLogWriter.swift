@@ -5,44 +5,43 @@ import Logging
 import Synchronization
 
 /// The access log's lines, buffered as nginx's `access_log … buffer= flush=`: formatted into memory and written
-/// when the buffer fills, every `interval`, and on `stop()` (a graceful stop loses no line).
+/// when a buffer fills, every `interval`, and on `stop()` (a graceful stop loses no line).
 ///
 /// A write per line (swift-log's `StreamLogHandler` flushes stdout after each,
 /// and formats the time with `localtime`, which re-checks the time zone file)
-/// cost daogate about a third of its PK-select throughput. A crash or SIGKILL
-/// loses what the buffer holds: at most `interval`'s lines, and at most
-/// `capacity` bytes.
+/// cost daogate about a third of its PK-select throughput. Each thread that
+/// writes lines has a buffer of its own, as each nginx worker has: the
+/// server's worker threads never wait for one another's lines, nor pass a
+/// shared buffer's memory between their cores. So lines of different
+/// threads reach the output in chunks, one thread's after another's, not in
+/// the order they were written across threads (each line has its time of
+/// day). A crash or SIGKILL loses what the buffers hold: at most `interval`'s
+/// lines, and at most `capacity` bytes per thread.
 ///
-/// The buffer leaves in `write`s of whole lines and at most `PIPE_BUF` bytes
+/// A buffer leaves in `write`s of whole lines and at most `PIPE_BUF` bytes
 /// each, which a pipe keeps whole: the other log lines (one `write` each,
 /// through stdio) can come between two writes, never inside a line.
 public final class AccessLogWriter: Sendable {
     /// Where the lines go: standard output unless a test gives a file.
     private let descriptor: Int32
+    /// The bytes a thread's buffer holds before it is written.
     public let capacity: Int
     public let interval: Duration
-    private let pending: Mutex<Pending>
-    /// Held while a chunk is written, so that chunks leave in the order they were filled.
+    /// This writer's number, which names it in a thread's cache (an address could be reused by a later writer).
+    private let number = nextWriterNumber.add(1, ordering: .relaxed).newValue
+    /// Every thread's buffer, for `flush()`.
+    private let buffers = Mutex<[LineBuffer]>([])
+    /// Held while a chunk is written, so that chunks leave in the order they were taken.
     private let writing = Mutex<Void>(())
     private let stopped = Atomic<Bool>(false)
-
-    private struct Pending {
-        var bytes: [UInt8] = []
-        /// The time of day as `StreamLogHandler` writes it, recomputed once a second.
-        var second = 0
-        var stamp: [UInt8] = []
-    }
 
     public init(descriptor: Int32 = STDOUT_FILENO, capacity: Int = 64 * 1024, interval: Duration = .seconds(1)) {
         self.descriptor = descriptor
         self.capacity = capacity
         self.interval = interval
-        var pending = Pending()
-        pending.bytes.reserveCapacity(capacity + 1024)
-        self.pending = Mutex(pending)
     }
 
-    /// Starts the thread that writes the buffer every `interval`; it ends after `stop()`.
+    /// Starts the thread that writes the buffers every `interval`; it ends after `stop()`.
     public func start() {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -59,10 +58,14 @@ public final class AccessLogWriter: Sendable {
         flush()
     }
 
-    /// Writes what is buffered.
+    /// Writes what every thread's buffer holds.
     public func flush() {
+        for buffer in buffers.withLock({ $0 }) { flush(buffer) }
+    }
+
+    private func flush(_ buffer: LineBuffer) {
         writing.withLock { _ in
-            let chunk = pending.withLock { pending -> [UInt8] in
+            let chunk = buffer.pending.withLock { pending -> [UInt8] in
                 guard !pending.bytes.isEmpty else { return [] }
                 var chunk: [UInt8] = []
                 chunk.reserveCapacity(capacity + 1024)
@@ -71,6 +74,23 @@ public final class AccessLogWriter: Sendable {
             }
             chunk.withUnsafeBytes { write($0) }
         }
+    }
+
+    /// The calling thread's buffer: the one it used last (a thread-local cache), else the one this writer has
+    /// for the thread, else a new one.
+    private func threadBuffer() -> LineBuffer {
+        let cache = ThreadCache.current
+        if cache.writer == number, let buffer = cache.buffer { return buffer }
+        let thread = pthread_self()
+        let buffer = buffers.withLock { buffers -> LineBuffer in
+            if let known = buffers.first(where: { pthread_equal($0.thread, thread) != 0 }) { return known }
+            let made = LineBuffer(thread: thread, capacity: capacity)
+            buffers.append(made)
+            return made
+        }
+        cache.writer = number
+        cache.buffer = buffer
+        return buffer
     }
 
     /// Writes the lines in pieces of whole lines of at most `PIPE_BUF` bytes (a longer line alone); gives up on
@@ -110,11 +130,12 @@ public final class AccessLogWriter: Sendable {
         }
     }
 
-    /// Appends one line: its time of day, then what `write` puts after it (`AccessLogLine`'s pieces, ending
-    /// with `end`), written straight into the buffer under its lock (no line of its own to allocate and copy:
-    /// a cost paid on every request).
+    /// Appends one line to the calling thread's buffer: its time of day, then what `write` puts after it
+    /// (`AccessLogLine`'s pieces, ending with `end`), written straight into the buffer (no line of its own to
+    /// allocate and copy: a cost paid on every request).
     func append(_ write: (inout AccessLogLine) -> Void) {
-        let full = pending.withLock { pending -> Bool in
+        let buffer = threadBuffer()
+        let full = buffer.pending.withLock { pending -> Bool in
             let now = time(nil)
             if now != pending.second || pending.stamp.isEmpty {
                 pending.second = now
@@ -126,7 +147,8 @@ public final class AccessLogWriter: Sendable {
             line.give(to: &pending.bytes)
             return pending.bytes.count >= capacity
         }
-        if full || stopped.load(ordering: .relaxed) { flush() }
+        // A line appended after `stop()` took this buffer sees `stopped` (set before), and goes out here.
+        if full || stopped.load(ordering: .sequentiallyConsistent) { flush(buffer) }
     }
 
     fileprivate func flushEveryInterval() {
@@ -138,6 +160,52 @@ public final class AccessLogWriter: Sendable {
         }
     }
 }
+
+/// One thread's access-log lines not yet written.
+private final class LineBuffer: Sendable {
+    let thread: pthread_t
+    let pending: Mutex<Pending>
+
+    struct Pending {
+        var bytes: [UInt8] = []
+        /// The time of day as `StreamLogHandler` writes it, recomputed once a second.
+        var second = 0
+        var stamp: [UInt8] = []
+    }
+
+    init(thread: pthread_t, capacity: Int) {
+        self.thread = thread
+        var pending = Pending()
+        pending.bytes.reserveCapacity(capacity + 1024)
+        self.pending = Mutex(pending)
+    }
+}
+
+private let nextWriterNumber = Atomic<UInt64>(0)
+
+/// The buffer a thread last appended to, and its writer's number: a thread-local lookup instead of a search
+/// under a lock shared by every thread. One per thread, released when the thread ends.
+private final class ThreadCache {
+    var writer: UInt64 = 0
+    var buffer: LineBuffer?
+
+    static var current: ThreadCache {
+        if let pointer = pthread_getspecific(threadCacheKey) {
+            return Unmanaged<ThreadCache>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let cache = ThreadCache()
+        pthread_setspecific(threadCacheKey, Unmanaged.passRetained(cache).toOpaque())
+        return cache
+    }
+}
+
+private let threadCacheKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { pointer in
+        if let pointer { Unmanaged<ThreadCache>.fromOpaque(pointer).release() }
+    }
+    return key
+}()
 
 /// One access-log line after its time of day, written as bytes into the writer's buffer:
 /// ` level label: key=value… [source] message\n`.
@@ -224,7 +292,7 @@ struct AccessLogLine {
 
     /// The text's bytes, copied at once when they are contiguous (native and literal strings).
     private mutating func appendUTF8(_ text: String) {
-        let copied = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
         if copied == nil { bytes.append(contentsOf: text.utf8) }
     }
 

@@ -344,6 +344,10 @@ private func declaredLength(_ value: String) -> UInt64? {
 /// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.
 private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
     var fields: [(name: String, value: String)] = []
+    // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
+    let count = MHD_get_connection_values_n(connection, kind, nil, nil)
+    guard count > 0 else { return fields }
+    fields.reserveCapacity(Int(count))
     withUnsafeMutablePointer(to: &fields) { pointer in
         _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
     }

@@ -123,15 +123,16 @@ public final class AccessLogWriter: Sendable {
     func append(level: Logger.Level, label: String, fields: [(name: String, value: String)], source: String, message: String) {
         let sorted = fields.sorted(by: { $0.name < $1.name })
         let prefix = AccessLogLine.prefix(level: level, label: label)
+        let suffix = AccessLogLine.suffix(source: source, message: message)
         append { line in
             line.append(prefix)
             for field in sorted { line.field(field.name, field.value) }
-            line.end(source: source, message: message)
+            line.append(suffix)
         }
     }
 
     /// Appends one line to the calling thread's buffer: its time of day, then what `write` puts after it
-    /// (`AccessLogLine`'s pieces, ending with `end`), written straight into the buffer (no line of its own to
+    /// (`AccessLogLine`'s pieces, ending with its `suffix`), written straight into the buffer (no line of its own to
     /// allocate and copy: a cost paid on every request).
     func append(_ write: (inout AccessLogLine) -> Void) {
         let buffer = threadBuffer()
@@ -264,12 +265,6 @@ struct AccessLogLine {
         appendDecimal(UInt64(value.magnitude))
     }
 
-    /// ` name=integer`.
-    mutating func field(_ name: String, _ value: Int) {
-        self.name(name)
-        self.value(value)
-    }
-
     /// `nanoseconds` as milliseconds with three decimals (`milliseconds(_:)`), after a ` name=` already written.
     mutating func milliseconds(nanoseconds: UInt64) {
         let microseconds = nanoseconds / 1000
@@ -279,15 +274,6 @@ struct AccessLogLine {
         bytes.append(UInt8(ascii: "0") + fraction / 100)
         bytes.append(UInt8(ascii: "0") + fraction / 10 % 10)
         bytes.append(UInt8(ascii: "0") + fraction % 10)
-    }
-
-    /// ` [source] message` and the line's end.
-    mutating func end(source: String, message: String) {
-        bytes.append(contentsOf: " [".utf8)
-        appendUTF8(source)
-        bytes.append(contentsOf: "] ".utf8)
-        appendUTF8(message)
-        bytes.append(UInt8(ascii: "\n"))
     }
 
     /// The text's bytes, copied at once when they are contiguous (native and literal strings).

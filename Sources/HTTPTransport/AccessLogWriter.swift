@@ -239,7 +239,7 @@ struct AccessLogLine {
 
     /// Bytes as they are (a prefix, a suffix, a field's ` name=`).
     mutating func append(_ piece: [UInt8]) {
-        bytes.append(contentsOf: piece)
+        piece.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
     }
 
     private mutating func name(_ name: String) {

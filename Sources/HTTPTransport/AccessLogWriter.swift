@@ -5,44 +5,43 @@ import Logging
 import Synchronization
 
 /// The access log's lines, buffered as nginx's `access_log … buffer= flush=`: formatted into memory and written
-/// when the buffer fills, every `interval`, and on `stop()` (a graceful stop loses no line).
+/// when a buffer fills, every `interval`, and on `stop()` (a graceful stop loses no line).
 ///
 /// A write per line (swift-log's `StreamLogHandler` flushes stdout after each,
 /// and formats the time with `localtime`, which re-checks the time zone file)
-/// cost daogate about a third of its PK-select throughput. A crash or SIGKILL
-/// loses what the buffer holds: at most `interval`'s lines, and at most
-/// `capacity` bytes.
+/// cost daogate about a third of its PK-select throughput. Each thread that
+/// writes lines has a buffer of its own, as each nginx worker has: the
+/// server's worker threads never wait for one another's lines, nor pass a
+/// shared buffer's memory between their cores. So lines of different
+/// threads reach the output in chunks, one thread's after another's, not in
+/// the order they were written across threads (each line has its time of
+/// day). A crash or SIGKILL loses what the buffers hold: at most `interval`'s
+/// lines, and at most `capacity` bytes per thread.
 ///
-/// The buffer leaves in `write`s of whole lines and at most `PIPE_BUF` bytes
+/// A buffer leaves in `write`s of whole lines and at most `PIPE_BUF` bytes
 /// each, which a pipe keeps whole: the other log lines (one `write` each,
 /// through stdio) can come between two writes, never inside a line.
 public final class AccessLogWriter: Sendable {
     /// Where the lines go: standard output unless a test gives a file.
     private let descriptor: Int32
+    /// The bytes a thread's buffer holds before it is written.
     public let capacity: Int
     public let interval: Duration
-    private let pending: Mutex<Pending>
-    /// Held while a chunk is written, so that chunks leave in the order they were filled.
+    /// This writer's number, which names it in a thread's cache (an address could be reused by a later writer).
+    private let number = nextWriterNumber.add(1, ordering: .relaxed).newValue
+    /// Every thread's buffer, for `flush()`.
+    private let buffers = Mutex<[LineBuffer]>([])
+    /// Held while a chunk is written, so that chunks leave in the order they were taken.
     private let writing = Mutex<Void>(())
     private let stopped = Atomic<Bool>(false)
-
-    private struct Pending {
-        var bytes: [UInt8] = []
-        /// The time of day as `StreamLogHandler` writes it, recomputed once a second.
-        var second = 0
-        var stamp: [UInt8] = []
-    }
 
     public init(descriptor: Int32 = STDOUT_FILENO, capacity: Int = 64 * 1024, interval: Duration = .seconds(1)) {
         self.descriptor = descriptor
         self.capacity = capacity
         self.interval = interval
-        var pending = Pending()
-        pending.bytes.reserveCapacity(capacity + 1024)
-        self.pending = Mutex(pending)
     }
 
-    /// Starts the thread that writes the buffer every `interval`; it ends after `stop()`.
+    /// Starts the thread that writes the buffers every `interval`; it ends after `stop()`.
     public func start() {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -59,10 +58,14 @@ public final class AccessLogWriter: Sendable {
         flush()
     }
 
-    /// Writes what is buffered.
+    /// Writes what every thread's buffer holds.
     public func flush() {
+        for buffer in buffers.withLock({ $0 }) { flush(buffer) }
+    }
+
+    private func flush(_ buffer: LineBuffer) {
         writing.withLock { _ in
-            let chunk = pending.withLock { pending -> [UInt8] in
+            let chunk = buffer.pending.withLock { pending -> [UInt8] in
                 guard !pending.bytes.isEmpty else { return [] }
                 var chunk: [UInt8] = []
                 chunk.reserveCapacity(capacity + 1024)
@@ -71,6 +74,23 @@ public final class AccessLogWriter: Sendable {
             }
             chunk.withUnsafeBytes { write($0) }
         }
+    }
+
+    /// The calling thread's buffer: the one it used last (a thread-local cache), else the one this writer has
+    /// for the thread, else a new one.
+    private func threadBuffer() -> LineBuffer {
+        let cache = ThreadCache.current
+        if cache.writer == number, let buffer = cache.buffer { return buffer }
+        let thread = pthread_self()
+        let buffer = buffers.withLock { buffers -> LineBuffer in
+            if let known = buffers.first(where: { pthread_equal($0.thread, thread) != 0 }) { return known }
+            let made = LineBuffer(thread: thread, capacity: capacity)
+            buffers.append(made)
+            return made
+        }
+        cache.writer = number
+        cache.buffer = buffer
+        return buffer
     }
 
     /// Writes the lines in pieces of whole lines of at most `PIPE_BUF` bytes (a longer line alone); gives up on
@@ -99,27 +119,37 @@ public final class AccessLogWriter: Sendable {
     }
 
     /// Appends one line in `StreamLogHandler`'s format: `time level label: key=value… [source] message`, the
-    /// fields (one per name) sorted by name. Formatted as bytes outside the lock, the time of day once a second.
+    /// fields (one per name) sorted by name, the time of day recomputed once a second.
     func append(level: Logger.Level, label: String, fields: [(name: String, value: String)], source: String, message: String) {
-        var line = AccessLogLine(level: level, label: label)
-        for field in fields.sorted(by: { $0.name < $1.name }) { line.field(field.name, field.value) }
-        line.end(source: source, message: message)
-        append(line: line.bytes)
+        let sorted = fields.sorted(by: { $0.name < $1.name })
+        let prefix = AccessLogLine.prefix(level: level, label: label)
+        let suffix = AccessLogLine.suffix(source: source, message: message)
+        append { line in
+            line.append(prefix)
+            for field in sorted { line.field(field.name, field.value) }
+            line.append(suffix)
+        }
     }
 
-    /// Appends a line made by `AccessLogLine` (all but the time of day, which is added here).
-    func append(line: [UInt8]) {
-        let full = pending.withLock { pending -> Bool in
+    /// Appends one line to the calling thread's buffer: its time of day, then what `write` puts after it
+    /// (`AccessLogLine`'s pieces, ending with its `suffix`), written straight into the buffer (no line of its own to
+    /// allocate and copy: a cost paid on every request).
+    func append(_ write: (inout AccessLogLine) -> Void) {
+        let buffer = threadBuffer()
+        let full = buffer.pending.withLock { pending -> Bool in
             let now = time(nil)
             if now != pending.second || pending.stamp.isEmpty {
                 pending.second = now
                 pending.stamp = timestamp(now)
             }
-            pending.bytes.append(contentsOf: pending.stamp)
-            pending.bytes.append(contentsOf: line)
+            var line = AccessLogLine(taking: &pending.bytes)
+            line.append(pending.stamp)
+            write(&line)
+            line.give(to: &pending.bytes)
             return pending.bytes.count >= capacity
         }
-        if full || stopped.load(ordering: .relaxed) { flush() }
+        // A line appended after `stop()` took this buffer sees `stopped` (set before), and goes out here.
+        if full || stopped.load(ordering: .sequentiallyConsistent) { flush(buffer) }
     }
 
     fileprivate func flushEveryInterval() {
@@ -132,26 +162,89 @@ public final class AccessLogWriter: Sendable {
     }
 }
 
-/// One access-log line after its time of day, built as bytes: ` level label: key=value… [source] message\n`.
+/// One thread's access-log lines not yet written.
+private final class LineBuffer: Sendable {
+    let thread: pthread_t
+    let pending: Mutex<Pending>
+
+    struct Pending {
+        var bytes: [UInt8] = []
+        /// The time of day as `StreamLogHandler` writes it, recomputed once a second.
+        var second = 0
+        var stamp: [UInt8] = []
+    }
+
+    init(thread: pthread_t, capacity: Int) {
+        self.thread = thread
+        var pending = Pending()
+        pending.bytes.reserveCapacity(capacity + 1024)
+        self.pending = Mutex(pending)
+    }
+}
+
+private let nextWriterNumber = Atomic<UInt64>(0)
+
+/// The buffer a thread last appended to, and its writer's number: a thread-local lookup instead of a search
+/// under a lock shared by every thread. One per thread, released when the thread ends.
+private final class ThreadCache {
+    var writer: UInt64 = 0
+    var buffer: LineBuffer?
+
+    static var current: ThreadCache {
+        if let pointer = pthread_getspecific(threadCacheKey) {
+            return Unmanaged<ThreadCache>.fromOpaque(pointer).takeUnretainedValue()
+        }
+        let cache = ThreadCache()
+        pthread_setspecific(threadCacheKey, Unmanaged.passRetained(cache).toOpaque())
+        return cache
+    }
+}
+
+private let threadCacheKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key) { pointer in
+        if let pointer { Unmanaged<ThreadCache>.fromOpaque(pointer).release() }
+    }
+    return key
+}()
+
+/// One access-log line after its time of day, written as bytes into the writer's buffer:
+/// ` level label: key=value… [source] message\n`.
 ///
 /// Values have their control characters written as `%XX` (`escapingControlCharacters`), so a line stays one
 /// line; a control character is one byte in UTF-8 and no other character's bytes are below 0x80, so this is
-/// done byte by byte.
+/// done byte by byte. Every piece is a copy of contiguous bytes or digits written in place: no string is made.
 struct AccessLogLine {
     private(set) var bytes: [UInt8] = []
 
-    init(level: Logger.Level, label: String) {
-        bytes.reserveCapacity(256)
-        bytes.append(0x20)
-        bytes.append(contentsOf: level.rawValue.utf8)
-        bytes.append(0x20)
-        bytes.append(contentsOf: label.utf8)
-        bytes.append(UInt8(ascii: ":"))
+    /// A line written at the end of `buffer`, which it holds until `give(to:)`.
+    init(taking buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
+    /// Hands the buffer, with the line, back.
+    mutating func give(to buffer: inout [UInt8]) {
+        swap(&bytes, &buffer)
+    }
+
+    /// ` level label:`, the line's start after the time of day; made once per logger.
+    static func prefix(level: Logger.Level, label: String) -> [UInt8] {
+        Array(" \(level.rawValue) \(label):".utf8)
+    }
+
+    /// ` [source] message\n`, the line's end; made once per logger.
+    static func suffix(source: String, message: String) -> [UInt8] {
+        Array(" [\(source)] \(message)\n".utf8)
+    }
+
+    /// Bytes as they are (a prefix, a suffix, a field's ` name=`).
+    mutating func append(_ piece: [UInt8]) {
+        piece.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
     }
 
     private mutating func name(_ name: String) {
         bytes.append(0x20)
-        bytes.append(contentsOf: name.utf8)
+        appendUTF8(name)
         bytes.append(UInt8(ascii: "="))
     }
 
@@ -161,32 +254,32 @@ struct AccessLogLine {
         appendEscaped(value)
     }
 
-    /// ` name=integer`.
-    mutating func field(_ name: String, _ value: Int) {
-        self.name(name)
-        appendDecimal(value)
+    /// `value` after a ` name=` already written, its control characters escaped.
+    mutating func value(_ value: String) {
+        appendEscaped(value)
     }
 
-    /// ` name=milliseconds`, with three decimals (`milliseconds(_:)`).
-    mutating func durationField(_ name: String, _ duration: Duration) {
-        self.name(name)
-        let (seconds, attoseconds) = duration.components
-        let microseconds = max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
-        appendDecimal(Int(microseconds / 1000))
+    /// `value` in decimal, after a ` name=` already written.
+    mutating func value(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDecimal(UInt64(value.magnitude))
+    }
+
+    /// `nanoseconds` as milliseconds with three decimals (`milliseconds(_:)`), after a ` name=` already written.
+    mutating func milliseconds(nanoseconds: UInt64) {
+        let microseconds = nanoseconds / 1000
+        appendDecimal(microseconds / 1000)
         bytes.append(UInt8(ascii: "."))
-        let fraction = Int(microseconds % 1000)
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 100))
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction / 10 % 10))
-        bytes.append(UInt8(ascii: "0") + UInt8(fraction % 10))
+        let fraction = UInt8(truncatingIfNeeded: microseconds % 1000)
+        bytes.append(UInt8(ascii: "0") + fraction / 100)
+        bytes.append(UInt8(ascii: "0") + fraction / 10 % 10)
+        bytes.append(UInt8(ascii: "0") + fraction % 10)
     }
 
-    /// ` [source] message` and the line's end.
-    mutating func end(source: String, message: String) {
-        bytes.append(contentsOf: " [".utf8)
-        bytes.append(contentsOf: source.utf8)
-        bytes.append(contentsOf: "] ".utf8)
-        bytes.append(contentsOf: message.utf8)
-        bytes.append(UInt8(ascii: "\n"))
+    /// The text's bytes, copied at once when they are contiguous (native and literal strings).
+    private mutating func appendUTF8(_ text: String) {
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if copied == nil { bytes.append(contentsOf: text.utf8) }
     }
 
     private mutating func appendEscaped(_ value: String) {
@@ -212,9 +305,14 @@ struct AccessLogLine {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
-    /// The digits of `value`: `String(Int)` is a small string, built without an allocation.
-    private mutating func appendDecimal(_ value: Int) {
-        bytes.append(contentsOf: String(value).utf8)
+    /// The digits of `value`, written in place from the most significant (no string made).
+    private mutating func appendDecimal(_ value: UInt64) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
+            divisor /= 10
+        }
     }
 }
 

@@ -125,7 +125,7 @@ final class ConnectionWatchdog: Sendable {
 
     /// Shuts down every registered socket past its deadline.
     private func sweep() {
-        let now = Self.monotonicNanoseconds()
+        let now = monotonicNanoseconds()
         let cut = connections.withLock { connections -> [(ConnectionDeadline, Bool)] in
             var cut: [(ConnectionDeadline, Bool)] = []
             for connection in connections.values {
@@ -148,11 +148,5 @@ final class ConnectionWatchdog: Sendable {
         guard timeout > .zero else { return 0 }
         let (seconds, attoseconds) = timeout.components
         return monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
-
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

@@ -14,7 +14,9 @@ final class DaemonContext: Sendable {
     let maximumBodySize: Int
     let accessLog: Logger?
     /// The access log's writer when `accessLog` is an `AccessLogHandler`'s: each request's line goes to it directly.
-    let accessLogWriter: (writer: AccessLogWriter, label: String)?
+    let accessLogWriter: AccessLogWriter?
+    /// The pieces of a request's line that never change: ` info label:` and ` [HTTPTransport] message\n`.
+    let requestLinePieces: RequestLinePieces
     /// The deadlines of requests' headers and bodies; nil when neither has one.
     let watchdog: ConnectionWatchdog?
     /// Requests presented to the access handler whose completion has not been notified yet.
@@ -30,14 +32,17 @@ final class DaemonContext: Sendable {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
         self.accessLog = accessLog
-        self.accessLogWriter = AccessLogHandler.direct(accessLog)
+        let direct = AccessLogHandler.direct(accessLog)
+        self.accessLogWriter = direct?.writer
+        self.requestLinePieces = RequestLinePieces(label: direct?.label ?? "")
         self.watchdog = watchdog
     }
 }
 
 /// One request's state between libmicrohttpd's calls, held retained by its `con_cls` from the request line to the completion callback.
 final class RequestState {
-    let started = ContinuousClock.now
+    /// `CLOCK_MONOTONIC` nanoseconds when the request line arrived, for the access log's duration.
+    let started = monotonicNanoseconds()
     /// The request target (path and query) as the client sent it, copied before libmicrohttpd cuts it.
     let target: [UInt8]
     /// The deadlines of the request's connection; nil without a watchdog.
@@ -155,7 +160,10 @@ extension DaemonContext {
         if let deadline = state.connection { watchdog?.awaitHeaders(deadline) }
         guard state.begun else { return }
         if let accessLogWriter {
-            accessLogWriter.writer.append(line: requestLine(state: state, termination: termination, label: accessLogWriter.label))
+            let duration = monotonicNanoseconds() &- state.started
+            accessLogWriter.append { line in
+                writeRequestLine(into: &line, state: state, termination: termination, nanoseconds: duration)
+            }
         } else if let accessLog {
             var metadata = Logger.Metadata(minimumCapacity: 8)
             for field in accessLogFields(state: state, termination: termination) { metadata[field.name] = .string(field.value) }
@@ -215,10 +223,12 @@ extension DaemonContext {
     }
 
     /// The request's access-log line as `AccessLogWriter.append(level:label:fields:source:message:)` writes it
-    /// (without the time of day), from the same fields as `accessLogFields`, written straight into bytes: no
-    /// array of fields, no sorting, no string per field (a cost paid on every request).
-    private func requestLine(state: RequestState, termination: MHD_RequestTerminationCode, label: String) -> [UInt8] {
-        var line = AccessLogLine(level: .info, label: label)
+    /// (after the time of day), from the same fields as `accessLogFields`, written straight into the log's
+    /// buffer: no array of fields, no sorting, no string per field (a cost paid on every request).
+    private func writeRequestLine(into line: inout AccessLogLine, state: RequestState,
+                                  termination: MHD_RequestTerminationCode, nanoseconds: UInt64) {
+        let pieces = requestLinePieces
+        line.append(pieces.prefix)
         // The response's fields (one per name, the last kept) sorted by name, merged with the transport's own,
         // which come in name order: duration_ms, method, path, status, termination.
         var extra = state.logMetadata
@@ -235,20 +245,24 @@ extension DaemonContext {
             }
         }
         extraBefore("duration_ms")
-        line.durationField("duration_ms", ContinuousClock.now - state.started)
+        line.append(pieces.duration)
+        line.milliseconds(nanoseconds: nanoseconds)
         extraBefore("method")
-        line.field("method", state.request.method)
+        line.append(pieces.method)
+        line.value(state.request.method)
         extraBefore("path")
-        line.field("path", state.request.path)
+        line.append(pieces.path)
+        line.value(state.request.path)
         extraBefore("status")
-        if let status = state.status { line.field("status", status) } else { line.field("status", "-") }
+        line.append(pieces.status)
+        if let status = state.status { line.value(status) } else { line.value("-") }
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
             extraBefore("termination")
-            line.field("termination", terminationName(termination))
+            line.append(pieces.termination)
+            line.value(terminationName(termination))
         }
         for field in extra[next...] where !isAccessLogOwnField(field.name) { line.field(field.name, field.value) }
-        line.end(source: "HTTPTransport", message: state.status == nil ? "request not answered" : "request")
-        return line.bytes
+        line.append(state.status == nil ? pieces.notAnswered : pieces.answered)
     }
 
     /// The access-log line's fields, one per name: the response's, then method, path, status, duration and the
@@ -267,12 +281,37 @@ extension DaemonContext {
         fields.append(("method", escapingControlCharacters(state.request.method)))
         fields.append(("path", escapingControlCharacters(state.request.path)))
         fields.append(("status", state.status.map { String($0) } ?? "-"))
-        fields.append(("duration_ms", milliseconds(ContinuousClock.now - state.started)))
+        fields.append(("duration_ms", milliseconds(.nanoseconds(monotonicNanoseconds() &- state.started))))
         if termination != .REQUEST_TERMINATED_COMPLETED_OK {
             fields.append(("termination", terminationName(termination)))
         }
         return fields
     }
+}
+
+/// The bytes of a request's access-log line that are the same on every line, made once per server.
+struct RequestLinePieces: Sendable {
+    let prefix: [UInt8]
+    let answered: [UInt8]
+    let notAnswered: [UInt8]
+    let duration = Array(" duration_ms=".utf8)
+    let method = Array(" method=".utf8)
+    let path = Array(" path=".utf8)
+    let status = Array(" status=".utf8)
+    let termination = Array(" termination=".utf8)
+
+    init(label: String) {
+        prefix = AccessLogLine.prefix(level: .info, label: label)
+        answered = AccessLogLine.suffix(source: "HTTPTransport", message: "request")
+        notAnswered = AccessLogLine.suffix(source: "HTTPTransport", message: "request not answered")
+    }
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock the watchdog's deadlines and the access log's durations use).
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// The access-log fields the transport sets itself, which a response's log metadata cannot replace.
@@ -305,6 +344,10 @@ private func declaredLength(_ value: String) -> UInt64? {
 /// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.
 private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
     var fields: [(name: String, value: String)] = []
+    // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
+    let count = MHD_get_connection_values_n(connection, kind, nil, nil)
+    guard count > 0 else { return fields }
+    fields.reserveCapacity(Int(count))
     withUnsafeMutablePointer(to: &fields) { pointer in
         _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
     }

@@ -8,15 +8,28 @@
 /// that the rest of a body can never run as a request of its own.
 struct RequestFraming {
     /// The request target as the client sent it (path and query), as far as libmicrohttpd's copy goes.
-    var target: [UInt8]
+    let target: [UInt8]
     /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
-    var targetIsWhole: Bool
+    let targetIsWhole: Bool
     /// The protocol version of the request line (`HTTP/1.1`).
-    var version: String
+    let version: String
     /// The header fields, names as sent and values as libmicrohttpd keeps them.
-    var headers: [(name: String, value: String)]
+    let headers: [(name: String, value: String)]
     /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
-    var transferEncoding: String?
+    let transferEncoding: String?
+    /// The path of the target: up to the first `?`, when it is UTF-8 (validated once, here).
+    let path: String?
+
+    init(target: [UInt8], targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
+         transferEncoding: String?) {
+        self.target = target
+        self.targetIsWhole = targetIsWhole
+        self.version = version
+        self.headers = headers
+        self.transferEncoding = transferEncoding
+        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
+        path = String(validating: target[..<end], as: UTF8.self)
+    }
 
     /// Why the request must be refused, or nil when it may go on.
     var refusal: TransportRefusal? {
@@ -24,17 +37,23 @@ struct RequestFraming {
             return .invalidRequest("the request target holds a control character")
         }
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
+        // One pass over the fields: each name and value checked, the framing fields counted.
+        var hosts = 0, lengths = 0, encodings = 0
         for field in headers {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(isTokenCharacter) else {
+            guard isToken(field.name) else {
                 return .invalidRequest("a header field name holds a character a name cannot have")
             }
             guard !containsControlOtherThanTab(field.value) else {
                 return .invalidRequest("the header field \(field.name.prefix(60)) holds a control character")
             }
+            if asciiCaseInsensitiveEquals(field.name, "Host") {
+                hosts += 1
+            } else if asciiCaseInsensitiveEquals(field.name, "Content-Length") {
+                lengths += 1
+            } else if asciiCaseInsensitiveEquals(field.name, "Transfer-Encoding") {
+                encodings += 1
+            }
         }
-        let hosts = count("Host")
-        let lengths = count("Content-Length")
-        let encodings = count("Transfer-Encoding")
         if hosts > 1 { return .invalidRequest("the request has more than one Host field") }
         if lengths > 1 { return .invalidRequest("the request has more than one Content-Length field") }
         if encodings > 1 { return .invalidRequest("the request has more than one Transfer-Encoding field") }
@@ -47,16 +66,16 @@ struct RequestFraming {
         }
         return nil
     }
+}
 
-    /// The path of the target: up to the first `?`, when it is UTF-8.
-    var path: String? {
-        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
-        return String(validating: target[..<end], as: UTF8.self)
+/// Whether a field name is a non-empty token: a plain loop over a native string's bytes.
+private func isToken(_ name: String) -> Bool {
+    guard !name.isEmpty else { return false }
+    let token = name.utf8.withContiguousStorageIfAvailable { bytes in
+        for byte in bytes where !isTokenCharacter(byte) { return false }
+        return true
     }
-
-    private func count(_ name: String) -> Int {
-        headers.reduce(0) { $0 + (asciiCaseInsensitiveEquals($1.name, name) ? 1 : 0) }
-    }
+    return token ?? name.utf8.allSatisfy(isTokenCharacter)
 }
 
 private func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }

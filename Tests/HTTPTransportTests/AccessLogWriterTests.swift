@@ -122,6 +122,31 @@ struct AccessLogWriterTests {
         #expect(Set(lines.map { $0.drop { $0 != " " } }).count == threads * each)
     }
 
+    /// Each thread has its buffer per writer: a thread writing to two writers in turn (and to a writer made
+    /// after another was dropped, which may have its address) puts each line in its own writer's output.
+    @Test func aThreadWritingToSeveralWritersKeepsTheirLinesApart() {
+        let first = Sink(), second = Sink()
+        let a = AccessLogWriter(descriptor: first.descriptor, interval: .seconds(3600))
+        let b = AccessLogWriter(descriptor: second.descriptor, interval: .seconds(3600))
+        for n in 0..<10 {
+            logger(a).info("request", metadata: ["to": "a", "n": "\(n)"])
+            logger(b).info("request", metadata: ["to": "b", "n": "\(n)"])
+        }
+        a.stop()
+        b.stop()
+        #expect(first.lines.count == 10 && first.lines.allSatisfy { $0.contains(" to=a ") })
+        #expect(second.lines.count == 10 && second.lines.allSatisfy { $0.contains(" to=b ") })
+        for round in 0..<20 {
+            let sink = Sink()
+            do {
+                let writer = AccessLogWriter(descriptor: sink.descriptor, interval: .seconds(3600))
+                logger(writer).info("request", metadata: ["round": "\(round)"])
+                writer.stop()
+            }
+            #expect(sink.lines.count == 1 && sink.lines.first?.contains(" round=\(round) ") == true)
+        }
+    }
+
     /// A server whose access log is an `AccessLogHandler`'s hands it each request's fields directly: the same line.
     @Test func aServerWritesItsRequestLinesThroughTheWriter() throws {
         let sink = Sink()

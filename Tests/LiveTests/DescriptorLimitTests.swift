@@ -86,10 +86,21 @@ import Testing
         #expect(refused.output.text.contains("lower --max-open-descriptors to 124 at most"), "\(refused.output.text)")
     }
 
-    /// Sets the running server's soft limit to its open descriptors plus `extra`.
+    /// Sets the running server's soft limit to its open descriptors plus `extra`, counted once they are
+    /// steady (the connection of the start's last `/healthz` may still be closing: a users' rollback file
+    /// needs one descriptor, so one counted too many would let a database open).
     func limit(_ server: LiveServer, extra: Int) throws {
         let pid = server.process.processIdentifier
-        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        func count() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count }
+        var open = try count()
+        var steady = 0
+        let deadline = Date().addingTimeInterval(5)
+        while steady < 5 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            let now = try count()
+            steady = now == open ? steady + 1 : 0
+            open = now
+        }
         try run("/usr/bin/prlimit", ["--pid", "\(pid)", "--nofile=\(open + extra):"])
     }
 

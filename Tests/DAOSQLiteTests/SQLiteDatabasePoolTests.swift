@@ -220,7 +220,8 @@ import Testing
         #expect(finished, "threads did not finish: deadlock?")
         #expect(failures.withLock { $0 } == [])
         #expect(readsDone.load(ordering: .relaxed) == 8 * 300)
-        #expect(peakReaders.load(ordering: .relaxed) <= 4)
+        // Read bodies at once: the four readers, and one on the writer while no write holds it.
+        #expect(peakReaders.load(ordering: .relaxed) <= 4 + 1)
         #expect(peakConnections.load(ordering: .relaxed) <= 5)
         let total = try pool.read { db in
             try db.inTransaction(.deferred) { (try db.scalar("select sum(v) from a"), try db.scalar("select sum(v) from b")) }

@@ -112,7 +112,7 @@ final class DatabaseRegistry: Sendable {
 
     private let state: Mutex<State>
 
-    init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode = .rollback) {
+    init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
         self.budget = budget
         self.configuration = configuration

@@ -179,18 +179,14 @@ public final class Database {
     /// Whether a transaction is open (`!sqlite3_get_autocommit`).
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-    /// Whether statements that write are refused (`setQueryOnly`).
-    private(set) var isQueryOnly = false
-
-    /// Makes the connection query-only or not: while it is, a statement that
-    /// would write (`sqlite3_stmt_readonly` false) is refused with
-    /// `SQLITE_READONLY` before it runs, as on a read-only connection. Not
-    /// `PRAGMA query_only`: running that pragma expires every prepared
-    /// statement of the connection, so each read on the writer compiled its
-    /// statements again (17 % of a PK select's time in `sqlite3Reprepare`).
-    func setQueryOnly(_ on: Bool) throws(SQLiteError) {
-        isQueryOnly = on
-    }
+    /// Whether statements that write are refused: while it is set, a
+    /// statement that would write (`sqlite3_stmt_readonly` false) fails with
+    /// `SQLITE_READONLY` before it runs, as on a read-only connection (the
+    /// pool sets it around a read on the writer). Not `PRAGMA query_only`:
+    /// running that pragma expires every prepared statement of the
+    /// connection, so each read on the writer compiled its statements again
+    /// (17 % of a PK select's time in `sqlite3Reprepare`).
+    var isQueryOnly = false
 
     /// The bytes of this connection's page cache now (`SQLITE_DBSTATUS_CACHE_USED`), 0 once closed.
     public var pageCacheBytes: Int {

@@ -101,7 +101,7 @@ public final class DatabasePool: @unchecked Sendable {
     /// writer sets it (and a file that was in WAL leaves it: SQLite
     /// checkpoints it and removes its `-wal`).
     private static func openWriter(path: String, configuration: DatabaseConfiguration) throws(SQLiteError) -> Database {
-        if !configuration.usesFileLocks && isInWAL(path) {
+        if !configuration.usesFileLocks, FileHeader(path: path)?.isWAL == true {
             // `unix-none` has no shared memory to open a WAL file with: it leaves WAL through SQLite's own VFS first.
             var locking = configuration
             locking.usesFileLocks = true
@@ -123,17 +123,6 @@ public final class DatabasePool: @unchecked Sendable {
             throw error
         }
         return database
-    }
-
-    /// Whether the file's header says WAL (its read and write versions, bytes 18 and 19, are 2); false for a
-    /// file that does not exist or is too short to have a header.
-    private static func isInWAL(_ path: String) -> Bool {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { Glibc.close(descriptor) }
-        var versions: (UInt8, UInt8) = (0, 0)
-        let read = withUnsafeMutableBytes(of: &versions) { pread(descriptor, $0.baseAddress, 2, 18) }
-        return read == 2 && (versions.0 == 2 || versions.1 == 2)
     }
 
     /// Runs `body` with exclusive use of the writer; calls are serialized.
@@ -203,7 +192,7 @@ public final class DatabasePool: @unchecked Sendable {
     /// by one call at a time needs one connection (its descriptors, its page
     /// cache), not two: readers open only once reads overlap. The writer
     /// sees every committed write, and a write body holds it to its end, so
-    /// such a read never sees half a transaction. `PRAGMA query_only` makes it
+    /// such a read never sees half a transaction. `Database.isQueryOnly` makes it
     /// as read-only as a reader (`SQLITE_READONLY`). nil when the writer is
     /// closed, or busy and `waiting` is false: the read then goes to a reader.
     private func readOnWriter<T>(waiting: Bool, _ body: (Database) throws -> T) throws -> T? {
@@ -211,12 +200,7 @@ public final class DatabasePool: @unchecked Sendable {
         func run(_ writer: inout PooledConnection?) {
             guard let connection = writer else { return }
             let database = connection.database
-            do {
-                try database.setQueryOnly(true)
-            } catch {
-                result = .failure(error)
-                return
-            }
+            database.isQueryOnly = true
             result = Result { try body(database) }
             if database.isClosed {
                 // The body closed it (as a reader's may be): the writer is opened again.
@@ -229,15 +213,9 @@ public final class DatabasePool: @unchecked Sendable {
                 }
                 return
             }
+            database.isQueryOnly = false
             database.endUse()
             connection.measureCache(into: pageCacheBytes)
-            do {
-                try database.setQueryOnly(false)
-            } catch {
-                // A writer left read-only would refuse every later write: closed, it fails them clearly instead.
-                database.close()
-                result = .failure(error)
-            }
         }
         if waiting {
             writer.withLock { run(&$0) }

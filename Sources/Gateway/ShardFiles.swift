@@ -50,8 +50,8 @@ public enum ShardFiles {
         }
     }
 
-    /// What tells a rollback-journal file's commits apart: its change counter (header bytes 24–27) and whether
-    /// its `-journal` is empty or absent. nil for a WAL file, or one without a header.
+    /// What tells a rollback-journal file's commits apart: its change counter and whether its `-journal` is
+    /// empty or absent. nil for a WAL file, or one without a header.
     struct RollbackState: Equatable {
         var changeCounter: UInt32
         var journalIsEmpty: Bool
@@ -59,11 +59,8 @@ public enum ShardFiles {
         init?(of path: String) {
             let journal = (try? FileManager.default.attributesOfItem(atPath: path + "-journal"))?[.size] as? NSNumber
             journalIsEmpty = (journal?.intValue ?? 0) == 0
-            guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-            defer { try? handle.close() }
-            guard let header = try? handle.read(upToCount: 28), header.count == 28,
-                  header[header.startIndex + 18] == 1, header[header.startIndex + 19] == 1 else { return nil }
-            changeCounter = header[(header.startIndex + 24)...].prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+            guard let header = FileHeader(path: path), !header.isWAL else { return nil }
+            changeCounter = header.changeCounter
         }
     }
 

@@ -18,6 +18,12 @@ public enum ShardFiles {
     /// sides. Otherwise a write crossed it, and it is taken again (for at most `patience`).
     public static func consistentCopy(of path: String, to destination: String, configuration: DatabaseConfiguration,
                                       patience: Duration = .seconds(10)) throws {
+        try consistentCopy(of: path, to: destination, configuration: configuration, patience: patience, afterEachCopy: {})
+    }
+
+    /// `afterEachCopy` runs once a copy is made, before it is checked: a test commits there to cross a copy.
+    static func consistentCopy(of path: String, to destination: String, configuration: DatabaseConfiguration,
+                               patience: Duration, afterEachCopy: () throws -> Void) throws {
         let files = FileManager.default
         try files.createDirectory(atPath: (destination as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let deadline = ContinuousClock.now + patience
@@ -34,6 +40,7 @@ public enum ShardFiles {
                     let statement = try database.makeStatement("VACUUM INTO ?")
                     try statement.bind([.string(destination)])
                     _ = try statement.step()
+                    try afterEachCopy()
                     // A WAL file's (or any file's under SQLite's locks) snapshot needs no check.
                     guard let before else { return }
                     if let after = RollbackState(of: path), after.journalIsEmpty, after.changeCounter == before.changeCounter { return }

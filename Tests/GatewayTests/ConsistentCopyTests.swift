@@ -1,6 +1,6 @@
 import DAOEngine
 import Foundation
-import Gateway
+@testable import Gateway
 import Synchronization
 import Testing
 
@@ -61,5 +61,46 @@ import Testing
         stop.store(true, ordering: .relaxed)
         #expect(commits.load(ordering: .relaxed) >= 30, "the writer hardly ran")
         #expect(sums.count > 1, "every copy saw the same commit: the writes never crossed them")
+    }
+
+    /// The check itself, without relying on timing: a commit made after `VACUUM INTO` has read the file and before
+    /// the copy is checked (where, unlocked, it could have torn the copy) makes the copy go again, and the copy
+    /// kept is the one after the commit; a copy that nothing crossed is kept at once.
+    @Test func aCommitCrossingACopyMakesItGoAgain() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-copy-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/users/p-bob.db"
+        let pool = try DatabasePool(path: path, configuration: DatabaseConfiguration(journal: .rollback, usesFileLocks: false))
+        try pool.write { db in try db.execute("create table t (id integer primary key, v integer not null); insert into t values (1, 0)") }
+        let configuration = DatabaseConfiguration()
+        func copied(_ copy: String) throws -> Int64 {
+            let database = try Database(path: copy, readOnly: true, configuration: configuration)
+            defer { database.close() }
+            let statement = try database.makeStatement("select v from t where id = 1")
+            #expect(try statement.step())
+            return statement.int64(at: 0)
+        }
+
+        var copies = 0
+        try ShardFiles.consistentCopy(of: path, to: folder + "/crossed.db", configuration: configuration, patience: .seconds(10)) {
+            copies += 1
+            if copies == 1 { try pool.write { db in try db.execute("update t set v = 1 where id = 1") } }
+        }
+        #expect(copies == 2, "a commit crossed the first copy, which was kept anyway")
+        #expect(try copied(folder + "/crossed.db") == 1)
+
+        copies = 0
+        try ShardFiles.consistentCopy(of: path, to: folder + "/quiet.db", configuration: configuration, patience: .seconds(10)) {
+            copies += 1
+        }
+        #expect(copies == 1)
+        #expect(try copied(folder + "/quiet.db") == 1)
+
+        // A writer that never stops crossing copies: no copy is kept, and the error says why.
+        #expect(throws: ShardClientError.self) {
+            try ShardFiles.consistentCopy(of: path, to: folder + "/busy.db", configuration: configuration, patience: .milliseconds(200)) {
+                try pool.write { db in try db.execute("update t set v = v + 1 where id = 1") }
+            }
+        }
     }
 }

@@ -1,6 +1,11 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+// The layers beneath the gateway are built with full cross-module optimization in release: their generic code
+// (DatabasePool's bodies, LeasedLRU, the statement cache) is specialized where the engine calls it, instead of
+// running unspecialized through runtime metadata on every request.
+let crossModule: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 let package = Package(
     name: "daogate",
     platforms: [.macOS(.v14)],
@@ -27,24 +32,28 @@ let package = Package(
         // What travels: the value type and its JSON form.
         .target(
             name: "DAOValue",
-            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")]
+            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")],
+            swiftSettings: crossModule
         ),
         // The dialect: module files → module model → rendered statements.
         .target(
             name: "DAODialect",
-            dependencies: ["DAOValue", "CLibXML2", "CSQLite"]
+            dependencies: ["DAOValue", "CLibXML2", "CSQLite"],
+            swiftSettings: crossModule
         ),
         // The SQLite layer: connections, statements and their cache, the
         // pool of a file's connections, SQLite errors. Knows nothing of DAO.
         .target(
             name: "DAOSQLite",
-            dependencies: ["DAOValue", "CSQLite"]
+            dependencies: ["DAOValue", "CSQLite"],
+            swiftSettings: crossModule
         ),
         // The engine: execution, results, table lifecycle, encryption,
         // storage spaces, the registry of open files.
         .target(
             name: "DAOEngine",
-            dependencies: ["DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"]
+            dependencies: ["DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"],
+            swiftSettings: crossModule
         ),
         // The reference's other storage layers in the same files: the
         // key-value store, the LRU memory and disk caches.
@@ -55,7 +64,8 @@ let package = Package(
         // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
         .target(
             name: "HTTPTransport",
-            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: crossModule
         ),
         // The gateway: routes, JSON mapping, errors, OpenAPI, authentication
         // (JWTs verified with libcrypto).

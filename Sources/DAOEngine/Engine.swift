@@ -191,11 +191,19 @@ struct TableChoice: Equatable {
     let chosenByCaller: Bool
 }
 
-/// Whether two names are the same table in SQLite, which compares identifiers without regard to ASCII case.
-func sameTable(_ name: String, _ other: String?) -> Bool {
-    guard let other, name.utf8.count == other.utf8.count else { return false }
-    return zip(name.utf8, other.utf8).allSatisfy { a, b in
-        a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+/// Whether two names are the same table in SQLite, which compares identifiers without regard to ASCII case
+/// (and byte for byte otherwise: not as Swift compares strings, which would equate canonically equivalent ones).
+public func sameTable(_ name: String, _ other: String?) -> Bool {
+    guard var other, name.utf8.count == other.utf8.count else { return false }
+    var name = name
+    return name.withUTF8 { a in
+        other.withUTF8 { b in
+            for index in 0..<a.count where a[index] != b[index] {
+                let lower = a[index] | 0x20
+                guard lower == b[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
+            }
+            return true
+        }
     }
 }
 

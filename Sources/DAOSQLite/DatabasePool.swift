@@ -131,19 +131,29 @@ public final class DatabasePool: @unchecked Sendable {
     /// `SQLITE_MISUSE` rather than deadlock. When the body returns or throws,
     /// statements it left mid-run are rewound and a transaction it left open
     /// is rolled back; use `Database.inTransaction` to commit.
+    @inlinable
     public func write<T>(_ body: (Database) throws -> T) throws -> T {
+        // The generic shell is specialized where it is called; the pool's work is not generic (run unspecialized,
+        // a body's Result and Optional cost a runtime metadata lookup on every call).
+        var value: T?
+        try writeBody { value = try body($0) }
+        return value!
+    }
+
+    @usableFromInline
+    func writeBody(_ body: (Database) throws -> Void) throws {
         let thread = currentThreadID()
         if writerThread.load(ordering: .acquiring) == thread {
             throw SQLiteError.misuse("DatabasePool.write called inside a write body on the same thread; use the Database that body was given")
         }
-        var result: Result<T, any Error>?
+        var failure: (any Error)?
         writer.withLock { writer in
             guard let writer else {
-                result = .failure(SQLiteError.closed)
+                failure = SQLiteError.closed
                 return
             }
             writerThread.store(thread, ordering: .releasing)
-            result = Result { try body(writer.database) }
+            do { try body(writer.database) } catch { failure = error }
             writer.database.endUse()
             // A rollback journal has no WAL hook: what the body committed is reported now.
             writer.database.publishCommittedChanges()
@@ -152,7 +162,7 @@ public final class DatabasePool: @unchecked Sendable {
             writeGeneration.add(1, ordering: .releasing)
         }
         endIdleSnapshots()
-        return try result!.get()
+        if let failure { throw failure }
     }
 
     /// Ends the read transactions of idle readers, after a write.
@@ -168,16 +178,24 @@ public final class DatabasePool: @unchecked Sendable {
     /// several statements to agree wraps them in
     /// `inTransaction(.deferred) { … }`. Writing through a reader fails with
     /// `SQLITE_READONLY`.
+    @inlinable
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        var value: T?
+        try readBody { value = try body($0) }
+        return value!
+    }
+
+    @usableFromInline
+    func readBody(_ body: (Database) throws -> Void) throws {
         if configuration.journal == .rollback {
             // A reader's shared lock would hold back the writer's commit: every call takes the one connection.
             if writerThread.load(ordering: .acquiring) == currentThreadID() {
                 throw SQLiteError.misuse("DatabasePool.read called inside a write body of a rollback-journal pool; use the Database that body was given")
             }
-            guard let result = try readOnWriter(waiting: true, body) else { throw SQLiteError.closed }
-            return result
+            guard try readOnWriter(waiting: true, body) else { throw SQLiteError.closed }
+            return
         }
-        if let result = try readOnWriter(waiting: false, body) { return result }
+        if try readOnWriter(waiting: false, body) { return }
         let reader = try checkOutReader()
         defer { checkIn(reader) }
         let generation = writeGeneration.load(ordering: .acquiring)
@@ -185,7 +203,7 @@ public final class DatabasePool: @unchecked Sendable {
             reader.endSnapshot()
         }
         if reader.snapshot == nil { reader.beginSnapshot(generation: generation) }
-        return try body(reader.database)
+        try body(reader.database)
     }
 
     /// Runs a read on the writer when no one holds it, so that a file read
@@ -193,15 +211,17 @@ public final class DatabasePool: @unchecked Sendable {
     /// cache), not two: readers open only once reads overlap. The writer
     /// sees every committed write, and a write body holds it to its end, so
     /// such a read never sees half a transaction. `Database.isQueryOnly` makes it
-    /// as read-only as a reader (`SQLITE_READONLY`). nil when the writer is
+    /// as read-only as a reader (`SQLITE_READONLY`). false when the writer is
     /// closed, or busy and `waiting` is false: the read then goes to a reader.
-    private func readOnWriter<T>(waiting: Bool, _ body: (Database) throws -> T) throws -> T? {
-        var result: Result<T, any Error>?
+    private func readOnWriter(waiting: Bool, _ body: (Database) throws -> Void) throws -> Bool {
+        var ran = false
+        var failure: (any Error)?
         func run(_ writer: inout PooledConnection?) {
             guard let connection = writer else { return }
+            ran = true
             let database = connection.database
             database.isQueryOnly = true
-            result = Result { try body(database) }
+            do { try body(database) } catch { failure = error }
             if database.isClosed {
                 // The body closed it (as a reader's may be): the writer is opened again.
                 connection.close(counting: pageCacheBytes)
@@ -222,7 +242,8 @@ public final class DatabasePool: @unchecked Sendable {
         } else {
             _ = writer.withLockIfAvailable { run(&$0) }
         }
-        return try result?.get()
+        if let failure { throw failure }
+        return ran
     }
 
     private func checkOutReader() throws(SQLiteError) -> PooledConnection {

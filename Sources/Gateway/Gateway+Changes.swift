@@ -96,14 +96,7 @@ struct ChangeFilter: Sendable {
 
     func admits(_ change: TableChange) -> Bool {
         (modules.isEmpty || modules.contains(change.module))
-            && (tables.isEmpty || tables.contains { sameTableName($0, change.table) })
-    }
-}
-
-/// SQLite compares table names without regard to ASCII case.
-private func sameTableName(_ a: String, _ b: String) -> Bool {
-    a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
-        x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= UInt8(ascii: "a") && (x | 0x20) <= UInt8(ascii: "z"))
+            && (tables.isEmpty || tables.contains { sameTable($0, change.table) })
     }
 }
 

@@ -73,10 +73,10 @@ public struct DuplicateHeader: Error, Sendable, Equatable {
 func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
     // Names of other lengths, most of them, are told apart without reading a byte.
     guard a.utf8.count == b.utf8.count else { return false }
-    // Native strings: a loop over their bytes, without iterators (a hot path:
-    // several header lookups per request).
-    let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
-        b.utf8.withContiguousStorageIfAvailable { right in
+    // A loop over both strings' bytes, without iterators (a hot path: several header lookups per request).
+    var a = a, b = b
+    return a.withUTF8 { left in
+        b.withUTF8 { right in
             for index in 0..<left.count where left[index] != right[index] {
                 let lower = left[index] | 0x20
                 guard lower == right[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
@@ -84,21 +84,4 @@ func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
             return true
         }
     }
-    if let contiguous = contiguous ?? nil { return contiguous }
-    var left = a.utf8.makeIterator()
-    var right = b.utf8.makeIterator()
-    while true {
-        switch (left.next(), right.next()) {
-        case (nil, nil):
-            return true
-        case let (x?, y?):
-            if x != y && asciiLowercased(x) != asciiLowercased(y) { return false }
-        default:
-            return false
-        }
-    }
-}
-
-private func asciiLowercased(_ byte: UInt8) -> UInt8 {
-    (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
 }

@@ -24,6 +24,10 @@ struct HTTPRequestTests {
         #expect(try request.header("X-@[\u{10}") == nil)
         #expect(try request.header("ünï") == nil)
         #expect(try request.header("Ünï") == "non-ASCII")
+        // Byte for byte beyond ASCII letters: a canonically equivalent spelling (U + combining diaeresis) is another name.
+        #expect(try request.header("U\u{308}nï") == nil)
+        let marks = HTTPRequest(method: "GET", path: "/", headers: [("a\u{301}\u{316}", "marks")])
+        #expect(try marks.header("a\u{316}\u{301}") == nil)
     }
 
     @Test func queryLookupTakesTheFirstMatchExactly() {

@@ -38,8 +38,8 @@ extension Gateway {
     }
 
     /// The ownership hook, where the caller is resolved: on a shard, a request for a space another shard owns
-    /// is a 421 `misdirected_request` before anything is opened or created; a write to a bucket being moved is
-    /// a 503 `bucket_moving` with `Retry-After`. A transaction is checked by its first call's database (`admitTransaction`).
+    /// is a 421 `misdirected_request` before anything is opened or created; a write to a bucket being moved, and
+    /// any request for a bucket this shard gave away moments ago, is a 503 `bucket_moving` with `Retry-After`. A transaction is checked by its first call's database (`admitTransaction`).
     func admitToShard(_ caller: Caller, _ request: HTTPRequest) throws(Problem) {
         guard let shard = configuration.shard, let ticket = Self.shardTicket, !ticket.checked else { return }
         guard let parts = try? Router.pathSegments(request.path) else { return }
@@ -77,6 +77,13 @@ extension Gateway {
             if let bucket { problem.extensions["bucket"] = .integer(Int64(bucket)) }
             problem.extensions["shard"] = .string(owner)
             problem.extensions["epoch"] = .integer(epoch)
+            throw problem
+        case .handedOver(let owner, let epoch):
+            var problem = Problem(503, "bucket_moving", "this user's bucket \(bucket ?? 0) moved to shard \(owner) moments ago (shard map epoch \(epoch)); nothing was read or created here: try again, the proxy now sends it there")
+            problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))
+            problem.extensions["shard"] = .string(owner)
+            problem.extensions["epoch"] = .integer(epoch)
+            problem.headers = [("Retry-After", "1")]
             throw problem
         case .frozen:
             var problem = Problem(503, "bucket_moving", "this user's bucket \(bucket ?? 0) is moving to another shard: reads go on, writes wait; try again")

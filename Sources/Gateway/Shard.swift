@@ -16,15 +16,22 @@ public final class Shard: Sendable {
     /// The data folder (freeze markers, archives, imports in progress).
     let dataDirectory: String
 
+    /// How long a bucket this shard gave away (in a reload) is answered 503 `bucket_moving` with `Retry-After`
+    /// rather than 421: a request HAProxy routed here just before its map changed, and still queued when this
+    /// shard read the new map, is retried through the proxy to the new owner instead of refused.
+    let handoverGrace: Duration
+
     struct State {
         var map: ShardMap
         var frozen: Set<Int>
         var writes: [Int: Int] = [:]
+        /// Buckets given away in a reload, and when: within `handoverGrace` they are a moment's 503.
+        var givenAway: [Int: ContinuousClock.Instant] = [:]
     }
 
     let state: Mutex<State>
 
-    public init(name: String, mapPath: String, dataDirectory: String) throws(ShardMapError) {
+    public init(name: String, mapPath: String, dataDirectory: String, handoverGrace: Duration = .seconds(5)) throws(ShardMapError) {
         let map = try ShardMap(contentsOf: mapPath)
         guard map.shards[name] != nil else {
             throw ShardMapError("the shard map \(mapPath) has no shard named \(name) (it names \(map.shards.keys.sorted().joined(separator: ", ")))")
@@ -32,6 +39,7 @@ public final class Shard: Sendable {
         self.name = name
         self.mapPath = mapPath
         self.dataDirectory = dataDirectory
+        self.handoverGrace = handoverGrace
         var frozen = Set<Int>()
         for file in (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory + "/shard")) ?? []
         where file.hasPrefix("frozen-") {
@@ -47,7 +55,16 @@ public final class Shard: Sendable {
     public func reload() throws(ShardMapError) -> ShardMap {
         let map = try ShardMap(contentsOf: mapPath)
         guard map.shards[name] != nil else { throw ShardMapError("the shard map \(mapPath) no longer names shard \(name)") }
-        state.withLock { $0.map = map }
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.givenAway = state.givenAway.filter { now - $0.value < handoverGrace }
+            for bucket in state.map.owners.indices where bucket < map.owners.count
+                && state.map.owners[bucket] == name && map.owners[bucket] != name {
+                state.givenAway[bucket] = now
+            }
+            for bucket in map.owners.indices where map.owners[bucket] == name { state.givenAway[bucket] = nil }
+            state.map = map
+        }
         return map
     }
 
@@ -57,6 +74,8 @@ public final class Shard: Sendable {
         case admitted
         /// Another shard owns the bucket (421).
         case misdirected(owner: String, epoch: Int64)
+        /// Another shard owns the bucket since this one read the map, moments ago (503, retried to the owner).
+        case handedOver(owner: String, epoch: Int64)
         /// A write to a bucket being moved (503).
         case frozen
     }
@@ -64,6 +83,9 @@ public final class Shard: Sendable {
     func admit(bucket: Int, write: Bool) -> Admission {
         state.withLock { state in
             guard state.map.owners[bucket] == name else {
+                if let given = state.givenAway[bucket], ContinuousClock.now - given < handoverGrace {
+                    return .handedOver(owner: state.map.owners[bucket], epoch: state.map.epoch)
+                }
                 return .misdirected(owner: state.map.owners[bucket], epoch: state.map.epoch)
             }
             guard write else { return .admitted }

@@ -7,7 +7,8 @@ import HTTPTransport
 import Testing
 
 /// Issue 13's shard side in process: the bucket function, the map file, and a shard refusing (421) what it does
-/// not own without creating a file, and freezing a bucket's writes (503) while its reads go on.
+/// not own without creating a file (503 for a moment when it just gave the bucket away), and freezing a bucket's
+/// writes (503) while its reads go on.
 @Suite struct ShardTests {
     /// zlib's `crc32` of each (Python's `zlib.crc32`), which HAProxy's `crc32` converter computes too.
     @Test(arguments: [("123456789", UInt32(3_421_780_262)), ("u-0000", 4_272_147_722), ("ann", 3_877_663_347),
@@ -42,13 +43,46 @@ import Testing
         }
     }
 
-    static func shardFixture(_ name: String) throws -> GatewayFixture {
+    static func shardFixture(_ name: String, handoverGrace: Duration = .seconds(5)) throws -> GatewayFixture {
         try GatewayFixture(shard: { root in
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let mapPath = root.appendingPathComponent("shards.json").path
             try Data(Self.mapJSON.utf8).write(to: URL(fileURLWithPath: mapPath))
-            return try Shard(name: name, mapPath: mapPath, dataDirectory: root.path)
+            return try Shard(name: name, mapPath: mapPath, dataDirectory: root.path, handoverGrace: handoverGrace)
         })
+    }
+
+    /// A bucket this shard gave away when it read the map is, for a moment, a 503 `bucket_moving` with
+    /// `Retry-After` (a request the proxy routed here before its own map changed is retried to the new owner),
+    /// reads and writes alike, creating nothing; after the grace it is a 421 like any bucket never owned.
+    @Test func aBucketGivenAwayMomentsAgoIsRetriedNotMisdirected() throws {
+        let fixture = try Self.shardFixture("a", handoverGrace: .milliseconds(600))
+        let own = [(Gateway.userHeader, "u-0000")]
+        let ann = [(Gateway.userHeader, "ann")]
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: own).status == 200)
+        let moved = Self.mapJSON.replacingOccurrences(of: #""epoch": 3"#, with: #""epoch": 4"#)
+            .replacingOccurrences(of: #"[0, 0, "a"]"#, with: #"[0, 0, "b"]"#)
+        try Data(moved.utf8).write(to: fixture.root.appendingPathComponent("shards.json"))
+        try fixture.gateway.configuration.shard?.reload()
+        let started = ContinuousClock.now
+        let write = fixture.send("PUT", "/kv/user/biz/k", #"{"value": 2}"#, headers: own)
+        let read = fixture.send("GET", "/kv/user/biz/k", headers: own)
+        let never = fixture.send("GET", "/kv/user/biz/k", headers: ann)
+        if ContinuousClock.now - started < .milliseconds(600) {
+            for reply in [write, read] {
+                #expect(reply.status == 503 && reply.code == "bucket_moving" && reply.header("Retry-After") == "1", "\(reply.text)")
+                #expect(reply.json[member: "shard"] == "b" && reply.json[member: "epoch"] == 4 && reply.json[member: "bucket"] == 0)
+            }
+        }
+        // A bucket this shard never owned is misdirected at once.
+        #expect(never.status == 421 && never.code == "misdirected_request")
+        Thread.sleep(forTimeInterval: 0.7)
+        let late = fixture.send("PUT", "/kv/user/biz/k", #"{"value": 3}"#, headers: own)
+        #expect(late.status == 421 && late.code == "misdirected_request" && late.json[member: "shard"] == "b", "\(late.text)")
+        // Given back, it is served again at once.
+        try Data(Self.mapJSON.utf8).write(to: fixture.root.appendingPathComponent("shards.json"))
+        try fixture.gateway.configuration.shard?.reload()
+        #expect(fixture.send("GET", "/kv/user/biz/k", headers: own).json[member: "value"] == 1)
     }
 
     /// Shard a owns bucket 0 (u-0000) and not bucket 1 (ann), nor the common space (b's).

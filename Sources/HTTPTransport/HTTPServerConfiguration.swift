@@ -33,7 +33,7 @@ public struct HTTPServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1",
         port: UInt16 = 8080,
-        threads: Int = HTTPServerConfiguration.onlineCores,
+        threads: Int = HTTPServerConfiguration.defaultThreads,
         maximumBodySize: Int = 1 << 20,
         connectionTimeout: Int = 30,
         connectionLimit: Int = 1024,
@@ -54,10 +54,14 @@ public struct HTTPServerConfiguration: Sendable {
         self.tls = tls
     }
 
-    /// The number of processors online, the default thread count.
+    /// The default thread count: twice the processors online. A worker waiting on a commit's `fsync`, or
+    /// preempted by another process on the machine, holds its connections; a second one per core serves others
+    /// meanwhile. Measured on 2 cores (wrk on the same machine, 5 interleaved rounds of 5 s, medians): with 4
+    /// threads against 2, PK select 1.15× (every round), 50 users' rollback-journal writes 1.19×, their reads
+    /// 1.17×; with 8 against 4, writes 1.21× but reads 0.83× and PK select 0.80×.
     @usableFromInline
-    static var onlineCores: Int {
-        max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    static var defaultThreads: Int {
+        2 * max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     }
 
     /// The first thing wrong with the configuration, if any.

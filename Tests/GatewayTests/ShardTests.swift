@@ -56,7 +56,7 @@ import Testing
     /// `Retry-After` (a request the proxy routed here before its own map changed is retried to the new owner),
     /// reads and writes alike, creating nothing; after the grace it is a 421 like any bucket never owned.
     @Test func aBucketGivenAwayMomentsAgoIsRetriedNotMisdirected() throws {
-        let fixture = try Self.shardFixture("a", handoverGrace: .milliseconds(600))
+        let fixture = try Self.shardFixture("a", handoverGrace: .seconds(2))
         let own = [(Gateway.userHeader, "u-0000")]
         let ann = [(Gateway.userHeader, "ann")]
         #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: own).status == 200)
@@ -64,19 +64,17 @@ import Testing
             .replacingOccurrences(of: #"[0, 0, "a"]"#, with: #"[0, 0, "b"]"#)
         try Data(moved.utf8).write(to: fixture.root.appendingPathComponent("shards.json"))
         try fixture.gateway.configuration.shard?.reload()
-        let started = ContinuousClock.now
         let write = fixture.send("PUT", "/kv/user/biz/k", #"{"value": 2}"#, headers: own)
         let read = fixture.send("GET", "/kv/user/biz/k", headers: own)
         let never = fixture.send("GET", "/kv/user/biz/k", headers: ann)
-        if ContinuousClock.now - started < .milliseconds(600) {
-            for reply in [write, read] {
-                #expect(reply.status == 503 && reply.code == "bucket_moving" && reply.header("Retry-After") == "1", "\(reply.text)")
-                #expect(reply.json[member: "shard"] == "b" && reply.json[member: "epoch"] == 4 && reply.json[member: "bucket"] == 0)
-            }
+        // Three in-process calls take milliseconds, well within the 2 s grace, so these hold on a loaded machine too.
+        for reply in [write, read] {
+            #expect(reply.status == 503 && reply.code == "bucket_moving" && reply.header("Retry-After") == "1", "\(reply.text)")
+            #expect(reply.json[member: "shard"] == "b" && reply.json[member: "epoch"] == 4 && reply.json[member: "bucket"] == 0)
         }
         // A bucket this shard never owned is misdirected at once.
         #expect(never.status == 421 && never.code == "misdirected_request")
-        Thread.sleep(forTimeInterval: 0.7)
+        Thread.sleep(forTimeInterval: 2.1)
         let late = fixture.send("PUT", "/kv/user/biz/k", #"{"value": 3}"#, headers: own)
         #expect(late.status == 421 && late.code == "misdirected_request" && late.json[member: "shard"] == "b", "\(late.text)")
         // Given back, it is served again at once.

@@ -94,6 +94,13 @@ extension Gateway {
         }
     }
 
+    /// The first path segments of the routes that reach no user's space: the shard's own reports and
+    /// operations, the description, the module list, `/storage/usage` (this shard's files), and `/transaction`
+    /// (checked by its first call's database, `admitTransaction`). Any other route with a user is admitted by
+    /// that user's bucket (`shardSpace`), so a route added later is too.
+    static let shardWideRoots: Set<String> = ["transaction", "modules", "healthz", "openapi.json", "events", "admin",
+                                              "metrics", "shard", "storages", "storage", "docs"]
+
     /// The space a request reaches, from what HAProxy sees too: the module or space in the path, the user.
     func shardSpace(_ parts: [String], _ request: HTTPRequest, _ caller: Caller) -> ShardSpace {
         func byModule(_ name: String) -> ShardSpace {
@@ -119,7 +126,11 @@ extension Gateway {
             // A stream follows one space on a shard: the user's, or the common one when asked (or without a user).
             let common = request.query.contains { $0.name == "space" && $0.value == "common" }
             return common ? .common : caller.user.map { .user($0.rawValue) } ?? .common
-        default: return .anywhere
+        case let first? where Self.shardWideRoots.contains(first):
+            return .anywhere
+        default:
+            // Any other route with a user reaches that user's space: admitted by their bucket.
+            return caller.user.map { .user($0.rawValue) } ?? .anywhere
         }
     }
 

@@ -467,6 +467,18 @@ def move_bucket(shards, admin, fake, work, config, sock, move, current_map, hapr
           f"the same command run again completes the move: {moved.returncode} {moved.stderr}, HAProxy says {haproxy_entry(b1)}")
     with open(os.path.join(config, "buckets.map")) as f:
         check(f"\n{b1} evil\n" in f.read(), "HAProxy's map file was not rewritten")
+    # Another shard does not reload after the commit: named, exit status 2, `pending`; the same command completes it.
+    fake.behaviour["/shard/reload"] = lambda handler, body: handler.reply(503, {"code": "busy"})
+    moved = move(b0, "b")
+    check(moved.returncode == 2 and "shard evil" in moved.stderr and "run the same command again" in moved.stderr
+          and json.loads(moved.stdout or "{}").get("pending") == ["evil"] and owner_of(current_map(), b0) == "b",
+          f"a shard that does not reload after the commit: {moved.returncode} {moved.stdout} {moved.stderr}")
+    fake.behaviour["/shard/reload"] = lambda handler, body: handler.reply(200, {"shard": "evil", "frozen": []})
+    moved = move(b0, "b")
+    check(moved.returncode == 0 and json.loads(moved.stdout or "{}").get("pending") == [] and haproxy_entry(b0) == "b"
+          and frozen("a") == [], f"the same command run again: {moved.returncode} {moved.stdout} {moved.stderr}")
+    status, answer, _ = request("127.0.0.1", BASE, "GET", "/kv/user/m/k2", None, {"X-User-Id": dan})
+    check(status == 200 and answer.get("value") == 2, f"dan's data after the completed move: {status} {answer}")
     print("move-bucket: every step's failure changes nothing, is rolled back, or is completed by the same command", flush=True)
 
 

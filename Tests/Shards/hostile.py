@@ -23,7 +23,7 @@ ROOT, BINARY = cluster.ROOT, cluster.BINARY
 BASE = int(os.environ.get("SHARDS_PORT_BASE", "35100")) + 20
 BUCKETS = 16
 CAP = 262144  # --max-database-size of the shards
-failures = []
+failures = cluster.failures  # one list: cluster.wait_for reports there too
 
 
 def check(condition, message):

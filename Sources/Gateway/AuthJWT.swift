@@ -132,6 +132,9 @@ public final class JWTVerifier: Sendable {
     /// The keys in use.
     public var keys: JWTKeySet { state.withLock { $0.keys } }
 
+    /// Counts key swaps (`reload`): a holder of a verified token checks it again when this changes.
+    public var generation: Int { state.withLock { $0.generation } }
+
     /// How many verified tokens are remembered.
     public var cachedCount: Int { state.withLock { $0.cache.count } }
 

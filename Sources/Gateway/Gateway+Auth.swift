@@ -26,6 +26,9 @@ struct Caller {
     var storage: String?
     /// An admin: the static admin token, or a JWT with the admin claim (in jwt mode only).
     var isAdmin = false
+    /// The verified JWT the caller sent (jwt mode; not the static admin token) and its `exp`: what a long
+    /// response (a change stream) checks again while it lasts.
+    var token: (text: String, expiry: Double)?
 }
 
 /// The caller of the request being answered, once derived (jwt mode).
@@ -74,7 +77,7 @@ extension Gateway {
             problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
             throw problem
         }
-        return Caller(user: verified.user, isAdmin: verified.isAdmin)
+        return Caller(user: verified.user, isAdmin: verified.isAdmin, token: (token, verified.expiry))
     }
 
     /// A refused token: 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1).

@@ -38,13 +38,20 @@ public struct ChangeStreamLimits: Sendable {
 /// A client reconnecting with `Last-Event-ID` first gets what it missed (the
 /// feed's window, `ChangeFeed`), or a `reset` event when that cannot be told.
 /// A fresh stream starts with a `ready` event carrying the current id.
+///
+/// A stream lasts as long as what admitted it: in jwt mode it ends at its token's `exp`, and when a key
+/// reload makes the token invalid (`event: closing`, `data: {"reason": "token_expired"}` or the refusal's
+/// code); on a shard it is admitted like every route (421 for a user of another shard's bucket), and it ends
+/// when its bucket leaves the shard (`{"reason": "bucket_moved"}`), so that the client reconnects through the
+/// proxy to the new owner.
 extension Gateway {
     /// The codes `GET /changes` adds, and their statuses.
     static let changeFeedCodes: [String: Int] = ["too_many_streams": 429, "invalid_query": 400]
 
     func changesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let caller = try caller(request)
-        var spaces: Set<String> = caller.user == nil ? ["common"] : ["user", "common"]
+        // A shard holds the user's space or the common space, rarely both: there a stream follows one.
+        var spaces: Set<String> = caller.user == nil ? ["common"] : configuration.shard == nil ? ["user", "common"] : ["user"]
         var modules: Set<String> = []
         var tables: [String] = []
         for (name, value) in request.query {
@@ -75,9 +82,13 @@ extension Gateway {
         if spaces.contains("user"), let user = caller.user { locations.append(.user(user, storage: caller.storage)) }
         if spaces.contains("common") { locations.append(.common(storage: caller.storage)) }
         let lastEventID = nonEmpty(try header(request, "Last-Event-ID"))
+        var credential: StreamCredential?
+        if case .jwt(let verifier) = configuration.authentication, let token = caller.token {
+            credential = StreamCredential(token: token.text, expiry: token.expiry, verifier: verifier)
+        }
         let stream = try changeStreams.open(
             user: caller.user?.rawValue, locations: locations,
-            filter: ChangeFilter(modules: modules, tables: tables), lastEventID: lastEventID)
+            filter: ChangeFilter(modules: modules, tables: tables), lastEventID: lastEventID, credential: credential)
         var response = HTTPResponse(status: 200, headers: [
             ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
             ("X-Accel-Buffering", "no"),
@@ -100,12 +111,22 @@ struct ChangeFilter: Sendable {
     }
 }
 
-/// The open `GET /changes` streams: their limits, their heartbeats, and the events' text.
+/// What keeps a stream's caller entitled to it: the JWT it was opened with, until its `exp` and through key reloads.
+struct StreamCredential: Sendable {
+    let token: String
+    /// `exp`, in seconds since 1970.
+    let expiry: Double
+    let verifier: JWTVerifier
+}
+
+/// The open `GET /changes` streams: their limits, their heartbeats, their tokens' lifetimes, and the events' text.
 final class ChangeStreams: Sendable {
     let feed: ChangeFeed
     let limits: ChangeStreamLimits
     private let open = Mutex(Open())
-    private let heartbeats = Atomic<Bool>(false)
+    private let keeping = Atomic<Bool>(false)
+    /// How often the keeper looks at the streams' tokens: a stream ends at most this long after its `exp`.
+    static let credentialCheck: Double = 0.25
     /// The last event's text without a filter, made once for every stream that gets it whole.
     private let lastText = Mutex<(id: UInt64, text: [UInt8])>((0, []))
 
@@ -123,7 +144,8 @@ final class ChangeStreams: Sendable {
     var count: Int { open.withLock { $0.listeners.count } }
 
     /// A new stream of `locations`' changes, or 429 beyond the limits.
-    func open(user: String?, locations: [StorageLocation], filter: ChangeFilter, lastEventID: String?) throws(Problem) -> HTTPStream {
+    func open(user: String?, locations: [StorageLocation], filter: ChangeFilter, lastEventID: String?,
+              credential: StreamCredential? = nil) throws(Problem) -> HTTPStream {
         let resumeAfter: UInt64?? = lastEventID.map(parseEventID)
         let closing = Self.event(nil, "closing", ["reason": "shutdown"])
         let overflow = Self.event(nil, "closing", ["reason": "slow-consumer"])
@@ -133,7 +155,8 @@ final class ChangeStreams: Sendable {
             box.listener = nil
             self.close(listener)
         }
-        let listener = ChangeListener(streams: self, stream: stream, user: user, locations: locations, filter: filter)
+        let listener = ChangeListener(streams: self, stream: stream, user: user, locations: locations, filter: filter,
+                                      credential: credential)
         box.listener = listener
         let refusal: String? = open.withLock { open in
             if open.listeners.count >= limits.total { return "\(limits.total) change streams are open, the most in all" }
@@ -150,7 +173,7 @@ final class ChangeStreams: Sendable {
             problem.headers = [("Retry-After", "5")]
             throw problem
         }
-        startHeartbeats()
+        startKeeper()
         feed.subscribe(listener, to: locations, after: resumeAfter.map { $0 ?? .max }) { resumption, lastID in
             let retry = Array("retry: 2000\n\n".utf8)
             let reset = { (reason: String) in
@@ -186,18 +209,37 @@ final class ChangeStreams: Sendable {
         }
     }
 
-    /// Sends a comment to every stream every `heartbeat`, and lets the feed forget windows nobody came back for.
-    private func startHeartbeats() {
-        guard !heartbeats.exchange(true, ordering: .sequentiallyConsistent) else { return }
+    /// Ends each stream `closing` gives data for with a last `closing` event carrying it (its `reason`, and
+    /// what the client needs to know); returns how many ended.
+    @discardableResult
+    func end(_ closing: (ChangeListener) -> OrderedObject?) -> Int {
+        let chosen = open.withLock { $0.listeners.values.compactMap { listener in closing(listener).map { (listener, $0) } } }
+        for (listener, data) in chosen { listener.stream.finish(Self.event(nil, "closing", data)) }
+        return chosen.count
+    }
+
+    /// The keeper, one thread for every stream: a comment to each stream every `heartbeat` (which also finds
+    /// clients gone away, and lets the feed forget windows nobody came back for), and, every
+    /// `credentialCheck`, the end of streams whose token expired or no longer verifies after a key reload.
+    private func startKeeper() {
+        guard !keeping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         let interval = limits.heartbeat
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let heartbeat = max(0.05, Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
         Thread.detachNewThread { [weak self] in
+            var nextBeat = Date().timeIntervalSince1970 + heartbeat
             while true {
-                Thread.sleep(forTimeInterval: max(0.05, seconds))
+                Thread.sleep(forTimeInterval: max(0.01, min(Self.credentialCheck, nextBeat - Date().timeIntervalSince1970)))
                 guard let self else { return }
-                for listener in self.open.withLock({ Array($0.listeners.values) }) {
-                    listener.stream.send(Array(": heartbeat\n\n".utf8))
+                let listeners = self.open.withLock { Array($0.listeners.values) }
+                let now = Date().timeIntervalSince1970
+                for listener in listeners {
+                    if let reason = listener.credentialProblem(now: now) {
+                        listener.stream.finish(Self.event(nil, "closing", ["reason": .string(reason)]))
+                    }
                 }
+                guard now >= nextBeat else { continue }
+                nextBeat = now + heartbeat
+                for listener in listeners { listener.stream.send(Array(": heartbeat\n\n".utf8)) }
                 self.feed.trim()
             }
         }
@@ -264,13 +306,35 @@ final class ChangeListener: ChangeSubscriber {
     let user: String?
     let locations: [StorageLocation]
     let filter: ChangeFilter
+    let credential: StreamCredential?
+    /// The key generation the token last verified with; -1 until the keeper checked it once (the keys may
+    /// have been swapped between the request's verification and the stream's opening).
+    private let verifiedGeneration = Atomic<Int>(-1)
 
-    init(streams: ChangeStreams, stream: HTTPStream, user: String?, locations: [StorageLocation], filter: ChangeFilter) {
+    init(streams: ChangeStreams, stream: HTTPStream, user: String?, locations: [StorageLocation], filter: ChangeFilter,
+         credential: StreamCredential?) {
         self.streams = streams
         self.stream = stream
         self.user = user
         self.locations = locations
         self.filter = filter
+        self.credential = credential
+    }
+
+    /// Why the stream's token no longer admits it (a problem code: `token_expired`, `token_unknown_key`, …);
+    /// nil while it does. The token is verified again (its signature, with the keys in use) after each key reload.
+    func credentialProblem(now: Double) -> String? {
+        guard let credential else { return nil }
+        guard now < credential.expiry else { return TokenRefusal.Cause.expired.rawValue }
+        let generation = credential.verifier.generation
+        guard verifiedGeneration.load(ordering: .relaxed) != generation else { return nil }
+        do {
+            _ = try credential.verifier.verify(credential.token)
+        } catch {
+            return error.cause.rawValue
+        }
+        verifiedGeneration.store(generation, ordering: .relaxed)
+        return nil
     }
 
     func deliver(_ event: ChangeEvent) {

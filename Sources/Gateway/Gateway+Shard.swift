@@ -25,7 +25,8 @@ extension Gateway {
 
     /// The problem codes of sharding, with their statuses.
     static let shardCodes: [String: Int] = ["misdirected_request": 421, "bucket_moving": 503, "not_a_shard": 404,
-                                            "bucket_owned": 409, "move_failed": 502]
+                                            "bucket_owned": 409, "move_failed": 502,
+                                            "unknown_shard": 400, "import_refused": 422]
 
     /// `respond(to:)` on a shard: each request gets a ticket, and an admitted write is released when it is answered.
     func respondAsShard(_ request: HTTPRequest, _ shard: Shard) -> HTTPResponse {
@@ -93,6 +94,13 @@ extension Gateway {
         }
     }
 
+    /// The first path segments of the routes that reach no user's space: the shard's own reports and
+    /// operations, the description, the module list, `/storage/usage` (this shard's files), and `/transaction`
+    /// (checked by its first call's database, `admitTransaction`). Any other route with a user is admitted by
+    /// that user's bucket (`shardSpace`), so a route added later is too.
+    static let shardWideRoots: Set<String> = ["transaction", "modules", "healthz", "openapi.json", "events", "admin",
+                                              "metrics", "shard", "storages", "storage", "docs"]
+
     /// The space a request reaches, from what HAProxy sees too: the module or space in the path, the user.
     func shardSpace(_ parts: [String], _ request: HTTPRequest, _ caller: Caller) -> ShardSpace {
         func byModule(_ name: String) -> ShardSpace {
@@ -114,7 +122,15 @@ extension Gateway {
         case "lru" where parts.count >= 3: return bySpace(parts[2])
         case "storage" where parts.count == 2 && parts[1] != "usage":
             return caller.user.map { .user($0.rawValue) } ?? .common
-        default: return .anywhere
+        case "changes" where parts.count == 1:
+            // A stream follows one space on a shard: the user's, or the common one when asked (or without a user).
+            let common = request.query.contains { $0.name == "space" && $0.value == "common" }
+            return common ? .common : caller.user.map { .user($0.rawValue) } ?? .common
+        case let first? where Self.shardWideRoots.contains(first):
+            return .anywhere
+        default:
+            // Any other route with a user reaches that user's space: admitted by their bucket.
+            return caller.user.map { .user($0.rawValue) } ?? .anywhere
         }
     }
 
@@ -139,7 +155,7 @@ extension Gateway {
     /// | `POST /shard/freeze` | `{"bucket"}`: refuse its writes (503), wait for those in flight; its files |
     /// | `POST /shard/unfreeze` | `{"bucket"}`: let its writes in again (a move abandoned) |
     /// | `POST /shard/export` | `{"bucket", "file"}`: a consistent copy of a frozen bucket's file (`VACUUM INTO`), kept as its archive |
-    /// | `POST /shard/import` | `{"bucket", "from"}`: fetch a bucket's files from its shard, check them (`integrity_check`), install them |
+    /// | `POST /shard/import` | `{"bucket", "from"}`: fetch a bucket's files from its owner in the map (`from` names it), check them (size, `integrity_check`, only daogate's objects), install them |
     /// | `POST /shard/archive` | `{"bucket"}`: once the map gives the bucket away, remove its files here (their copies stay in `archive/`) |
     func shardRoute(_ request: HTTPRequest, _ rest: ArraySlice<String>) throws(Problem) -> HTTPResponse {
         let operation = rest.first ?? ""
@@ -156,6 +172,7 @@ extension Gateway {
             } catch {
                 throw Problem(500, "storage_failed", error.description)
             }
+            endStreamsElsewhere(shard)
             return json(shardStatus(shard))
         case "freeze":
             let bucket = try bucketArgument(request, shard, allowed: ["bucket"])
@@ -187,6 +204,26 @@ extension Gateway {
             return json(["bucket": .integer(Int64(bucket)), "removed": .integer(Int64(removed))])
         default:
             throw Problem(404, "not_found", "no shard operation '\(operation.prefix(40))'")
+        }
+    }
+
+    /// Ends the change streams of spaces this shard no longer holds (a bucket moved away, the common space
+    /// given to another shard), with `closing` `{"reason": "bucket_moved", "shard": owner}`: the client
+    /// reconnects through the proxy, which sends it to the new owner.
+    func endStreamsElsewhere(_ shard: Shard) {
+        let map = shard.map
+        changeStreams.end { listener in
+            for location in listener.locations {
+                let owner: String? = switch location {
+                case .user(let user, _): map.owner(of: user.rawValue)
+                case .common: map.common
+                case .file: nil
+                }
+                if let owner, owner != shard.name {
+                    return ["reason": "bucket_moved", "shard": .string(owner), "epoch": .integer(map.epoch)]
+                }
+            }
+            return nil
         }
     }
 
@@ -242,41 +279,116 @@ extension Gateway {
 
     /// Fetches a bucket's files from the shard that owns it, checks each, and installs them, replacing anything
     /// this shard had of the bucket. Refused while this shard owns the bucket.
+    ///
+    /// The source is the bucket's owner in the shard map, named by the map (`from`: its shard name, or the
+    /// address the map gives it): the admin token goes nowhere else. Each file's download stops beyond the size
+    /// cap (`--max-database-size`, else the data folder's free space, plus slack), and each file must hold only
+    /// what daogate makes (`importedSchemaProblem`); every file is staged and checked before any is installed,
+    /// so a refused import (422 `import_refused`) leaves this shard as it was.
     private func importBucket(_ request: HTTPRequest, _ shard: Shard) throws(Problem) -> HTTPResponse {
-        let body = try bodyObject(request, allowed: ["bucket", "from"], example: #"{"bucket": 17, "from": "10.0.0.2:8080"}"#)
+        let body = try bodyObject(request, allowed: ["bucket", "from"], example: #"{"bucket": 17, "from": "shard-a"}"#)
         let bucket = try bucketArgument(body, shard)
-        guard case .string(let from)? = body["from"] else { throw Problem(400, "invalid_body", "from is the source shard's host:port") }
-        guard shard.map.owners[bucket] != shard.name else {
+        let map = shard.map
+        guard map.owners[bucket] != shard.name else {
             throw Problem(409, "bucket_owned", "bucket \(bucket) is already this shard's; an import would overwrite live files")
         }
-        let client = ShardClient(address: from, token: configuration.adminToken)
+        let owner = map.owners[bucket]
+        guard case .string(let from)? = body["from"], from == owner || from == map.shards[owner] else {
+            var problem = Problem(400, "unknown_shard", "from names the shard that owns bucket \(bucket) in the shard map (epoch \(map.epoch)): \(owner), or its address \(map.shards[owner] ?? ""); an import is fetched from nowhere else")
+            problem.extensions["shard"] = .string(owner)
+            throw problem
+        }
+        let address = map.shards[owner]!
+        let client = ShardClient(address: address, token: configuration.adminToken)
         let root = engine.configuration.dataDirectory
-        var installed: [Value] = []
+        let staging = "\(root)/shard/incoming"
+        let limit = importLimit(root)
+        var staged: [(file: String, path: String)] = []
+        defer { for item in staged { try? FileManager.default.removeItem(atPath: item.path) } }
         var bytes: Int64 = 0
         do {
             let frozen = try client.json("POST", "/shard/freeze", ["bucket": .integer(Int64(bucket))])
             guard case .array(let files)? = frozen[member: "files"] else { throw ShardClientError("the source listed no files") }
-            // Whatever this shard still has of the bucket (an earlier, interrupted import) goes first.
+            for case .string(let file) in files {
+                guard let location = Self.userLocation(relativePath: file),
+                      ShardMap.bucket(of: location.user.rawValue, buckets: map.buckets) == bucket else {
+                    throw ShardClientError("the source named a file outside bucket \(bucket): \(file.prefix(200))")
+                }
+                let content: ShardClient.Response
+                do {
+                    content = try client.request("POST", "/shard/export", body: Value.object(["bucket": .integer(Int64(bucket)), "file": .string(file)]).jsonBytes(), limit: limit)
+                } catch let error as ShardClientError where error.tooLarge {
+                    throw Self.importRefused("import_refused", "\(file) is larger than \(limit) bytes, this shard's cap for one database; nothing was installed")
+                }
+                guard content.status == 200 else { throw ShardClientError("export of \(file) answered \(content.status)") }
+                guard content.body.count <= limit else {
+                    throw Self.importRefused("import_refused", "\(file) is \(content.body.count) bytes, more than this shard's cap of \(limit); nothing was installed")
+                }
+                let path = try ShardFiles.stage(content.body, in: staging, configuration: engine.configuration.database, name: file) { database in
+                    if let problem = try self.importedSchemaProblem(database) {
+                        throw Self.importRefused("import_refused", "\(file) holds \(problem), which daogate does not make; nothing was installed")
+                    }
+                }
+                staged.append((file, path))
+                bytes += Int64(content.body.count)
+            }
+            // Every file checked: whatever this shard still has of the bucket (an earlier, interrupted import)
+            // goes, and the copies take its place.
             for case .user(let user, let storage) in bucketLocations(bucket, shard) {
                 _ = try engine.resetStorage(storage, user: user)
             }
-            for case .string(let file) in files {
-                guard let location = Self.userLocation(relativePath: file),
-                      ShardMap.bucket(of: location.user.rawValue, buckets: shard.map.buckets) == bucket else {
-                    throw ShardClientError("the source named a file outside bucket \(bucket): \(file.prefix(200))")
-                }
-                let content = try client.request("POST", "/shard/export", body: Value.object(["bucket": .integer(Int64(bucket)), "file": .string(file)]).jsonBytes())
-                guard content.status == 200 else { throw ShardClientError("export of \(file) answered \(content.status)") }
-                try ShardFiles.install(content.body, at: "\(root)/\(file)", staging: "\(root)/shard/incoming", configuration: engine.configuration.database)
-                installed.append(.string(file))
-                bytes += Int64(content.body.count)
+            for item in staged {
+                try ShardFiles.install(staged: item.path, at: "\(root)/\(item.file)")
             }
         } catch let problem as Problem {
             throw problem
         } catch {
-            throw Problem(502, "move_failed", "import of bucket \(bucket) from \(from) failed: \(error)")
+            throw Problem(502, "move_failed", "import of bucket \(bucket) from shard \(owner) (\(address)) failed: \(error)")
         }
-        return json(["bucket": .integer(Int64(bucket)), "files": .array(installed), "bytes": .integer(bytes)])
+        return json(["bucket": .integer(Int64(bucket)), "files": .array(staged.map { .string($0.file) }), "bytes": .integer(bytes)])
+    }
+
+    static func importRefused(_ code: String, _ detail: String) -> Problem { Problem(422, code, detail) }
+
+    /// The most bytes one imported file may have: `--max-database-size` plus a page's slack (a database may
+    /// end one write beyond the cap), else what the data folder's file system has free.
+    private func importLimit(_ root: String) -> Int {
+        if let cap = engine.configuration.database.maximumDatabaseBytes { return cap + 65536 }
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return 1 << 30 }
+        return Int(min(UInt64(Int.max), UInt64(info.f_bavail) * UInt64(info.f_frsize)))
+    }
+
+    /// What an imported user database holds that daogate would not have made there, or nil: daogate's own
+    /// tables (`TableVersions`, `daogate_…`, SQLite's `sqlite_sequence` and statistics), the tables of this
+    /// server's modules (a module's table, or one `TableVersions` records as a module's), and indexes on
+    /// those; no trigger, view, virtual table or any other table.
+    func importedSchemaProblem(_ database: Database) throws -> String? {
+        let recorded = try ShardFiles.recordedTables(database)
+        let moduleTables = Set(engine.modules.values.compactMap { $0.isTemplate ? nil : $0.tableName?.lowercased() })
+        func isAllowedTable(_ name: String) -> Bool {
+            let lower = name.lowercased()
+            if lower == "tableversions" || lower.hasPrefix("daogate_") { return true }
+            if ["sqlite_sequence", "sqlite_stat1", "sqlite_stat4"].contains(lower) { return true }
+            if moduleTables.contains(lower) { return true }
+            if let module = recorded[lower], engine.modules[module] != nil { return true }
+            return false
+        }
+        for object in try ShardFiles.schemaObjects(database) {
+            switch object.type {
+            case "table" where object.isVirtual:
+                return "the virtual table \(object.name.prefix(80))"
+            case "table" where !isAllowedTable(object.name):
+                return "the table \(object.name.prefix(80)), which no module of this server makes"
+            case "table":
+                continue
+            case "index" where isAllowedTable(object.table):
+                continue
+            default:
+                return "the \(object.type.prefix(20)) \(object.name.prefix(80))"
+            }
+        }
+        return nil
     }
 
     /// The user and storage of a user database's relative path (`users/p-ann.db`, `storages/S/users/x-….db`).

@@ -6,7 +6,12 @@ import Foundation
 
 public struct ShardClientError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The answer was longer than the request's limit.
+    public let tooLarge: Bool
+    public init(_ description: String, tooLarge: Bool = false) {
+        self.description = description
+        self.tooLarge = tooLarge
+    }
 }
 
 /// The HTTP/1.1 client shards and `daogate move-bucket` talk to each other with: one request per connection
@@ -30,14 +35,18 @@ public struct ShardClient: Sendable {
 
     /// A request whose answer must be a 2xx JSON object; anything else is an error carrying the answer.
     public func json(_ method: String, _ path: String, _ body: Value? = nil) throws -> Value {
-        let response = try request(method, path, body: body?.jsonBytes())
+        let response = try request(method, path, body: body?.jsonBytes(), limit: Self.jsonLimit)
         guard (200..<300).contains(response.status), let value = try? Value(parsingJSON: response.body) else {
             throw ShardClientError("\(method) \(address)\(path) answered \(response.status): \(String(decoding: response.body.prefix(400), as: UTF8.self))")
         }
         return value
     }
 
-    public func request(_ method: String, _ path: String, body: [UInt8]? = nil) throws -> Response {
+    /// The largest JSON answer taken (a bucket's file list, a status).
+    public static let jsonLimit = 16 << 20
+
+    /// One request; an answer (head and body) longer than `limit` bytes is abandoned with `ShardClientError.tooLarge`.
+    public func request(_ method: String, _ path: String, body: [UInt8]? = nil, limit: Int = .max) throws -> Response {
         guard let colon = address.lastIndex(of: ":"), let port = UInt16(address[address.index(after: colon)...]) else {
             throw ShardClientError("\(address) is not host:port")
         }
@@ -61,6 +70,10 @@ public struct ShardClient: Sendable {
             if count == 0 { break }
             guard count > 0 else { throw ShardClientError("reading from \(address) failed: errno \(errno)") }
             received += buffer[0..<count]
+            // The head's few bytes ride on the limit: whatever the body says of itself, the download stops here.
+            guard received.count <= limit &+ 65536 else {
+                throw ShardClientError("\(method) \(address)\(path) answered more than \(limit) bytes; the download was abandoned", tooLarge: true)
+            }
         }
         return try Self.parse(received, from: address)
     }

@@ -84,18 +84,62 @@ public enum ShardFiles {
     /// Writes a database's bytes to a staging file, checks them, and renames them over `path` (whose old
     /// write-ahead log and shared memory go first): the file appears whole or not at all.
     public static func install(_ bytes: [UInt8], at path: String, staging: String, configuration: DatabaseConfiguration) throws {
+        let staged = try stage(bytes, in: staging, configuration: configuration, name: (path as NSString).lastPathComponent)
+        defer { try? FileManager.default.removeItem(atPath: staged) }
+        try install(staged: staged, at: path)
+    }
+
+    /// Writes a database's bytes to a new file under `staging` and checks them (`PRAGMA integrity_check`,
+    /// then `schema`, given the open copy); returns the staged file's path. Nothing is left behind on failure.
+    public static func stage(_ bytes: [UInt8], in staging: String, configuration: DatabaseConfiguration, name: String,
+                             schema: (Database) throws -> Void = { _ in }) throws -> String {
         let files = FileManager.default
         try files.createDirectory(atPath: staging, withIntermediateDirectories: true)
         let staged = staging + "/" + UUID().uuidString + ".db"
-        defer { try? files.removeItem(atPath: staged) }
-        try Data(bytes).write(to: URL(fileURLWithPath: staged))
-        if let problem = try integrityProblem(of: staged, configuration: configuration) {
-            throw ShardClientError("the copy of \((path as NSString).lastPathComponent) fails integrity_check: \(problem)")
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: staged))
+            if let problem = try integrityProblem(of: staged, configuration: configuration) {
+                throw ShardClientError("the copy of \(name) fails integrity_check: \(problem)")
+            }
+            let database = try Database(path: staged, readOnly: true, configuration: configuration)
+            defer { database.close() }
+            try schema(database)
+        } catch {
+            try? files.removeItem(atPath: staged)
+            throw error
         }
+        return staged
+    }
+
+    /// Renames a staged, checked file over `path` (whose old journal, write-ahead log and shared memory go first).
+    public static func install(staged: String, at path: String) throws {
+        let files = FileManager.default
         try files.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         for suffix in ["-wal", "-shm", "-journal"] where files.fileExists(atPath: path + suffix) {
             try files.removeItem(atPath: path + suffix)
         }
         guard rename(staged, path) == 0 else { throw ShardClientError("cannot rename the staged copy to \(path): errno \(errno)") }
+    }
+
+    /// The schema objects of a database (`sqlite_schema`): type, name, table, and whether it is a virtual table.
+    public static func schemaObjects(_ database: Database) throws -> [(type: String, name: String, table: String, isVirtual: Bool)] {
+        let statement = try database.makeStatement("select type, name, tbl_name, coalesce(sql, '') from sqlite_schema")
+        var objects: [(type: String, name: String, table: String, isVirtual: Bool)] = []
+        while try statement.step() {
+            let sql = statement.string(at: 3).uppercased()
+            objects.append((statement.string(at: 0), statement.string(at: 1), statement.string(at: 2),
+                            sql.hasPrefix("CREATE VIRTUAL TABLE")))
+        }
+        return objects
+    }
+
+    /// The tables `TableVersions` records, with the module that made each ("" when none is recorded).
+    public static func recordedTables(_ database: Database) throws -> [String: String] {
+        let exists = try database.makeStatement("select 1 from sqlite_schema where type = 'table' and name = 'TableVersions'")
+        guard try exists.step() else { return [:] }
+        let statement = try database.makeStatement("select tableName, coalesce(module, '') from TableVersions")
+        var tables: [String: String] = [:]
+        while try statement.step() { tables[statement.string(at: 0).lowercased()] = statement.string(at: 1) }
+        return tables
     }
 }

@@ -4,7 +4,8 @@ import DAODialect
 /// OpenAPI document is generated from the modules), so the proxy routes exactly as the shards check:
 ///
 /// - the common space (a common module's `/dao/M/…` and `/modules/M…`, `/kv/common/…`, the common caches,
-///   `/transaction` with `X-Space: common`, and any request without a user) goes to the map's common shard;
+///   `/transaction` with `X-Space: common`, `/changes?space=common`, and any request without a user) goes to
+///   the map's common shard;
 /// - anything else goes by its user's bucket, `crc32(user) mod B`, looked up in `buckets.map` (kept current by
 ///   `set map` on the runtime socket during a move, without a reload).
 ///
@@ -111,8 +112,11 @@ public struct HAProxyConfiguration {
             "    acl common_prefix path_beg -f \(directory)/common-prefixes.lst",
             "    acl transaction path /transaction",
             "    acl space_common req.hdr(x-space) -m str common",
+            "    acl changes path /changes",
+            "    acl changes_common urlp(space) -m str common",
             "    use_backend \(map.common) if common_path || common_prefix",
             "    use_backend \(map.common) if transaction space_common",
+            "    use_backend \(map.common) if changes changes_common",
             "    use_backend \(map.common) if !has_user",
             "    use_backend %[var(txn.user),crc32,mod(\(map.buckets)),map_int(\(directory)/buckets.map,\(map.common))]",
             "    default_backend \(map.common)",

@@ -8,17 +8,20 @@ import Gateway
 
 /// `daogate move-bucket`: moves one bucket of users from its shard to another while traffic runs.
 ///
+/// 0. the preconditions, checked before anything changes: the target answers as that shard and takes the
+///    admin token, so does the source, and HAProxy (when given) knows the map file (`show map` lists it, in
+///    whatever spelling: both sides are resolved, symlinks and `..` included), which is writable;
 /// 1. the target imports the bucket: it freezes it on the source (writes 503 `bucket_moving`, reads go on;
 ///    the freeze is kept on the source's disk), fetches a consistent copy of each file (`VACUUM INTO`),
-///    checks each (`PRAGMA integrity_check`) and installs it;
-/// 2. the commit: the shard map is written with the bucket on the target and the epoch one higher (a rename:
-///    the map names one owner before and one after);
+///    checks each and installs them. A failure here is rolled back (the source's freeze lifted);
+/// 2. the commit, the point of no return: the shard map is written with the bucket on the target and the
+///    epoch one higher (a rename: the map names one owner before and one after);
 /// 3. the target reads the map (it serves the bucket), HAProxy's map is updated on its runtime API (`set map`,
 ///    no reload) and in its file, and the other shards read the map (the source answers 421 for the bucket);
 /// 4. every other shard that still has the bucket frozen removes its files (copies stay under `archive/`).
 ///
-/// Interrupted before the commit, the source still owns the bucket (frozen until the move is run again, or
-/// `POST /shard/unfreeze`); after it, the target does. Running the same command again finishes either way.
+/// A failure after the commit is completed by running the same command again (it skips the copy once the
+/// map names the target); the error says which of the two happened.
 struct MoveBucket: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "move-bucket",
@@ -40,8 +43,13 @@ struct MoveBucket: ParsableCommand {
     @Option(help: "HAProxy's runtime API socket (a unix socket path): the map is updated there without a reload.")
     var haproxySocket: String?
 
-    @Option(help: "HAProxy's buckets.map, as its configuration names it (from daogate haproxy-config).")
+    @Option(help: "HAProxy's buckets.map, in any spelling of the path its configuration names (from daogate haproxy-config).")
     var haproxyMap: String?
+
+    /// A move that stopped, saying whether it was rolled back or is committed and to be completed.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
 
     func run() throws {
         guard (haproxySocket == nil) == (haproxyMap == nil) else { throw ValidationError("--haproxy-socket and --haproxy-map go together") }
@@ -51,29 +59,69 @@ struct MoveBucket: ParsableCommand {
         guard (0..<map.buckets).contains(bucket) else { throw ValidationError("the bucket must be in 0...\(map.buckets - 1)") }
         guard let targetAddress = map.shards[to] else { throw ValidationError("the shard map has no shard \(to)") }
         let target = ShardClient(address: targetAddress, token: token)
+        let source = map.owners[bucket]
+        let committed = source == to
+
+        // 0. Preconditions: nothing has changed yet.
+        func unchanged(_ what: String) -> Failure { Failure(description: "\(what); nothing was changed") }
+        try Self.checkShard(target, named: to, unchanged)
+        if !committed { try Self.checkShard(ShardClient(address: map.shards[source]!, token: token), named: source, unchanged) }
+        var haproxyTarget: (name: String, file: String)?
+        if let haproxySocket, let haproxyMap {
+            haproxyTarget = try Self.haproxyMap(haproxyMap, socket: haproxySocket, unchanged)
+        }
+        if !committed, access((URL(fileURLWithPath: shardMap).resolvingSymlinksInPath().path as NSString).deletingLastPathComponent, W_OK) != 0 {
+            throw unchanged("the shard map's folder (\(shardMap)) is not writable")
+        }
+
         var summary: [String: Value] = ["bucket": .integer(Int64(bucket)), "to": .string(to)]
-        if map.owners[bucket] != to {
-            let source = map.owners[bucket]
+        if !committed {
             summary["from"] = .string(source)
-            let imported = try target.json("POST", "/shard/import", ["bucket": .integer(Int64(bucket)), "from": .string(map.shards[source]!)])
+            // 1. The import, rolled back on failure: the source lets the bucket's writes in again.
+            func rolledBack(_ what: String) -> Failure {
+                let source = ShardClient(address: map.shards[source]!, token: token)
+                do {
+                    _ = try source.json("POST", "/shard/unfreeze", ["bucket": .integer(Int64(bucket))])
+                    return Failure(description: "\(what); rolled back: bucket \(bucket) stays on shard \(map.owners[bucket]) and takes writes again")
+                } catch {
+                    return Failure(description: "\(what); not committed, but the rollback failed (\(error)): bucket \(bucket) stays on shard \(map.owners[bucket]), frozen; run the same command again, or POST /shard/unfreeze {\"bucket\": \(bucket)} to it")
+                }
+            }
+            let imported: Value
+            do {
+                imported = try target.json("POST", "/shard/import", ["bucket": .integer(Int64(bucket)), "from": .string(source)])
+            } catch {
+                throw rolledBack("the import into shard \(to) failed: \(error)")
+            }
             summary["files"] = .integer(Int64(imported[member: "files"]?.arrayValue?.count ?? 0))
             summary["bytes"] = imported[member: "bytes"] ?? 0
-            // The commit: only if nobody changed the map meanwhile.
-            let current = try readMap()
-            guard current == map else { throw ValidationError("the shard map changed during the move; nothing was committed, run it again") }
+            // 2. The commit: only if nobody changed the map meanwhile.
+            guard (try? readMap()) == map else { throw rolledBack("the shard map changed during the move") }
             map.owners[bucket] = to
             map.epoch += 1
             do {
                 try map.write(to: shardMap)
             } catch {
-                throw ValidationError(error.description)
+                throw rolledBack(error.description)
             }
         }
+        // 3. and 4. After the commit: a failure is completed by the same command.
+        func completeLater(_ what: String) -> Failure {
+            Failure(description: "\(what); bucket \(bucket) is committed to shard \(to) (shard map epoch \(map.epoch)): run the same command again to complete the move")
+        }
         summary["epoch"] = .integer(map.epoch)
-        _ = try target.json("POST", "/shard/reload")
-        if let haproxySocket, let haproxyMap {
-            try Data(HAProxyConfiguration.bucketsMap(map).utf8).write(to: URL(fileURLWithPath: haproxyMap), options: .atomic)
-            try Self.haproxy(socket: haproxySocket, command: "set map \(haproxyMap) \(bucket) \(to)")
+        do {
+            _ = try target.json("POST", "/shard/reload")
+        } catch {
+            throw completeLater("shard \(to) did not reload the map: \(error)")
+        }
+        if let haproxySocket, let haproxyTarget {
+            do {
+                try Data(HAProxyConfiguration.bucketsMap(map).utf8).write(to: URL(fileURLWithPath: haproxyTarget.file), options: .atomic)
+                try Self.haproxy(socket: haproxySocket, command: "set map \(haproxyTarget.name) \(bucket) \(to)")
+            } catch {
+                throw completeLater("HAProxy's map was not updated: \(error)")
+            }
         }
         var pending: [String] = []
         for (name, address) in map.shards.sorted(by: { $0.key < $1.key }) where name != to {
@@ -84,7 +132,7 @@ struct MoveBucket: ParsableCommand {
                     _ = try shard.json("POST", "/shard/archive", ["bucket": .integer(Int64(bucket))])
                 }
             } catch {
-                printToStandardError("daogate: shard \(name): \(error); run the move again once it answers")
+                printToStandardError("daogate: shard \(name): \(error); bucket \(bucket) is committed to shard \(to): run the same command again once it answers")
                 pending.append(name)
             }
         }
@@ -95,6 +143,53 @@ struct MoveBucket: ParsableCommand {
         for key in summary.keys.sorted() { object[key] = summary[key] }
         print(String(decoding: Value.object(object).jsonBytes(), as: UTF8.self))
         if !pending.isEmpty { throw ExitCode(2) }
+    }
+
+    /// A shard answers `GET /shard` with the admin token, as the shard the map names at that address.
+    static func checkShard(_ client: ShardClient, named name: String, _ unchanged: (String) -> Failure) throws {
+        let status: Value
+        do {
+            status = try client.json("GET", "/shard")
+        } catch {
+            throw unchanged("shard \(name) at \(client.address) does not serve the move (is it up, and is the admin token its?): \(error)")
+        }
+        guard case .string(let answered)? = status[member: "shard"], answered == name else {
+            throw unchanged("\(client.address) is not shard \(name) (it answers as \(status[member: "shard"]?.stringValue ?? "no shard"))")
+        }
+    }
+
+    /// The map HAProxy knows as `path`, in any spelling: `show map` lists each map by the path its
+    /// configuration gave; both sides are resolved (relative paths, `..`, symlinks). Returns the name to give
+    /// `set map` (HAProxy's own spelling) and the file to write (the resolved path), after checking it is writable.
+    static func haproxyMap(_ path: String, socket: String, _ unchanged: (String) -> Failure) throws -> (name: String, file: String) {
+        let listing: String
+        do {
+            listing = try haproxyAnswer(socket: socket, command: "show map")
+        } catch {
+            throw unchanged("HAProxy's runtime API does not answer: \(error)")
+        }
+        let wanted = resolved(path)
+        // Lines are `ID (FILE) pattern loaded from file 'FILE' …`; comment lines start with '#'.
+        var known: [String] = []
+        for line in listing.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let open = line.firstIndex(of: "("), let close = line[open...].firstIndex(of: ")") else { continue }
+            let name = String(line[line.index(after: open)..<close])
+            known.append(name)
+            if resolved(name) == wanted {
+                guard access((wanted as NSString).deletingLastPathComponent, W_OK) == 0 else {
+                    throw unchanged("HAProxy's map file \(wanted) is in a folder this user cannot write")
+                }
+                return (name, wanted)
+            }
+        }
+        throw unchanged("HAProxy knows no map file \(path) (resolved: \(wanted)); it knows \(known.isEmpty ? "none" : known.joined(separator: ", "))")
+    }
+
+    /// A path made absolute, `..` and symlinks resolved (as far as they exist).
+    static func resolved(_ path: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        if let real = realpath(path, &buffer) { return String(cString: real) }
+        return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
     private func readMap() throws -> ShardMap {
@@ -113,13 +208,19 @@ struct MoveBucket: ParsableCommand {
 
     /// One command on HAProxy's runtime API; its answer must be empty (success) or it is an error.
     static func haproxy(socket path: String, command: String) throws {
+        let text = try haproxyAnswer(socket: path, command: command)
+        guard text.isEmpty else { throw Failure(description: "HAProxy refused '\(command)': \(text)") }
+    }
+
+    /// One command on HAProxy's runtime API, and its answer (trimmed).
+    static func haproxyAnswer(socket path: String, command: String) throws -> String {
         let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw ValidationError("cannot make a unix socket") }
+        guard socket >= 0 else { throw Failure(description: "cannot make a unix socket") }
         defer { close(socket) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw ValidationError("the socket path is too long") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Failure(description: "the socket path \(path) is too long") }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
@@ -127,9 +228,9 @@ struct MoveBucket: ParsableCommand {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw ValidationError("cannot connect to HAProxy's runtime API at \(path): errno \(errno)") }
+        guard connected == 0 else { throw Failure(description: "cannot connect to HAProxy's runtime API at \(path): \(String(cString: strerror(errno)))") }
         let line = Array((command + "\n").utf8)
-        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw ValidationError("cannot write to \(path)") }
+        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw Failure(description: "cannot write to \(path)") }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -137,7 +238,6 @@ struct MoveBucket: ParsableCommand {
             if count <= 0 { break }
             answer += buffer[0..<count]
         }
-        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.isEmpty else { throw ValidationError("HAProxy refused '\(command)': \(text)") }
+        return String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -116,6 +116,40 @@ import Testing
         #expect(fixture.send("GET", "/modules", headers: ann).status == 200)
     }
 
+    /// Every route of the table, with every method it takes, sent for a user of another shard's bucket: a 421
+    /// before anything is read or created, but for the routes that reach no user's space (the shard's own
+    /// reports and operations, the description; a transaction is checked by its calls). A route added later is
+    /// admitted too, with nothing to declare.
+    @Test func everyRouteReachingAUsersSpaceIsAdmittedByTheirBucket() throws {
+        let fixture = try Self.shardFixture("a")
+        let samples: [PathParameter: String] = [.module: "Messages", .method: "unreadCount", .space: "user", .kind: "memory",
+                                                .business: "biz", .cache: "c", .key: "k"]
+        let shardWide = ["/transaction", "/modules", "/healthz", "/openapi.json", "/events", "/admin/reload", "/metrics",
+                         "/storage/usage", "/storages"]
+        var checked = 0
+        for route in Gateway.routes {
+            let template = route.template.description
+            let path = route.template.segments.map { segment in
+                switch segment {
+                case .literal(let text): "/" + text
+                case .parameter(let parameter): "/" + samples[parameter]!
+                }
+            }.joined()
+            for method in route.methods where method != "HEAD" {
+                let reply = fixture.send(method, path, method == "GET" || method == "DELETE" ? nil : "{}",
+                                         headers: [(Gateway.userHeader, "ann"), ("Authorization", "Bearer \(GatewayFixture.adminToken)")])
+                if shardWide.contains(template) || template.hasPrefix("/shard") {
+                    #expect(reply.status != 421, "\(method) \(template): \(reply.text)")
+                } else {
+                    #expect(reply.status == 421 && reply.code == "misdirected_request", "\(method) \(template): \(reply.status) \(reply.text)")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked > 20)
+        #expect(!FileManager.default.fileExists(atPath: fixture.root.appendingPathComponent("users").path))
+    }
+
     @Test func theCommonShardServesTheCommonSpace() throws {
         let fixture = try Self.shardFixture("b")
         #expect(fixture.send("POST", "/dao/Demo/insertItem", #"["x"]"#).status == 200)

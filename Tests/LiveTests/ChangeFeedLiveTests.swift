@@ -205,6 +205,65 @@ import Testing
         #expect(stream.next(timeout: 0.5) == nil, "bob's change never reaches ann's stream")
     }
 
+    /// A stream lasts as long as its token: at `exp` it gets `closing` with the reason and the connection ends,
+    /// heartbeats or not; a stream whose token lasts longer is untouched meanwhile.
+    @Test func aStreamEndsAtItsTokensExpiry() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-feed-exp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secret = try AuthLiveTests.secret(in: folder, "jwt.secret")
+        let (server, modules) = try Self.server(["--auth", "jwt", "--changes-heartbeat", "1"], environment: ["DAOGATE_JWT_SECRET_FILE": secret])
+        defer { try? FileManager.default.removeItem(at: modules) }
+        let short = try AuthLiveTests.mint(secret, "ann", ["--ttl", "3"])
+        let long = try AuthLiveTests.mint(secret, "ann")
+        let expiring = try SSEClient(port: server.port, headers: ["Authorization: Bearer \(short)"])
+        let lasting = try SSEClient(port: server.port, headers: ["Authorization: Bearer \(long)"])
+        #expect(expiring.next()?.event == "ready")
+        #expect(lasting.next()?.event == "ready")
+        let opened = Date()
+        let events = expiring.readAll(timeout: 8)
+        #expect(events.last?.event == "closing")
+        #expect(events.last?.json?["reason"] as? String == "token_expired")
+        #expect(expiring.closed, "the connection ends with the stream")
+        #expect(Date().timeIntervalSince(opened) < 5, "the stream ended about its exp, not later")
+        // The other stream, whose token lasts, still gets the user's changes.
+        try Self.call(server, nil, "Notes", "add", #"{"body": "after"}"#, headers: ["Authorization: Bearer \(long)"])
+        #expect(lasting.next()?.event == "change")
+        #expect(!lasting.closed)
+    }
+
+    /// A key reload (here the key-file watcher; SIGHUP does the same) ends each stream whose token the new keys
+    /// no longer verify, with the refusal's code as the reason; a reload after which the token still verifies
+    /// leaves the stream open.
+    @Test func aKeyReloadEndsTheStreamsOfTokensItInvalidates() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-feed-rot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let secret = try AuthLiveTests.secret(in: folder, "jwt.secret")
+        let (server, modules) = try Self.server(["--auth", "jwt", "--changes-heartbeat", "1"], environment: ["DAOGATE_JWT_SECRET_FILE": secret])
+        defer { try? FileManager.default.removeItem(at: modules) }
+        let ann = try AuthLiveTests.mint(secret, "ann")
+        let stream = try SSEClient(port: server.port, headers: ["Authorization: Bearer \(ann)"])
+        #expect(stream.next()?.event == "ready")
+
+        // The same key written again: reloaded, and the token still verifies.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: secret))
+        try FileManager.default.removeItem(atPath: secret)
+        try bytes.write(to: URL(fileURLWithPath: secret))
+        #expect(stream.next(timeout: 3) == nil, "a reload that keeps the token valid does not end the stream")
+        #expect(!stream.closed)
+
+        // A new key: the token no longer verifies.
+        let rotated = folder.appendingPathComponent("new.secret").path
+        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: rotated))
+        #expect(rename(rotated, secret) == 0)
+        let events = stream.readAll(timeout: 5)
+        #expect(events.last?.event == "closing")
+        #expect(events.last?.json?["reason"] as? String == "token_bad_signature")
+        #expect(stream.closed)
+        #expect(try server.curl("/changes", headers: ["Authorization: Bearer \(ann)"]).code == "token_bad_signature")
+    }
+
     @Test func streamsHoldNoWorkerThreadAndGetHeartbeats() throws {
         let (server, folder) = try Self.server(["--threads", "1", "--changes-heartbeat", "1"])
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -21,13 +21,16 @@ extension OpenAPIDescription {
                 "truncated": .boolean(description: "Some rows are not listed: reload the tables named."),
             ],
             additionalProperties: .init(false))
-        var responses = responses(.string, errors: [400, 401, 403, 404, 405, 503])
+        var responses = responses(.string, errors: [400, 401, 403, 404, 405, 421, 503])
         responses[200] = .init(OpenAPI.Response(
             description: """
                 Server-Sent Events, until the client leaves or the server stops. Each event has an `id`; `event` is \
                 `ready` (first, with the current id), `change` (data: the schema here), `reset` (the Last-Event-ID \
-                sent cannot be resumed: reload, then follow from its id) or `closing` (last: {"reason": "slow-consumer"} \
-                or {"reason": "shutdown"}). A comment line (`: heartbeat`) comes every --changes-heartbeat seconds.
+                sent cannot be resumed: reload, then follow from its id) or `closing` (last, then the connection \
+                ends: {"reason": "slow-consumer"}, {"reason": "shutdown"}, {"reason": "token_expired"} at the token's \
+                exp, the token's refusal code when a key reload invalidates it, or {"reason": "bucket_moved", \
+                "shard", "epoch"} when the user's bucket moved to another shard: reconnect). A comment line \
+                (`: heartbeat`) comes every --changes-heartbeat seconds.
                 """,
             content: [OpenAPI.ContentType(rawValue: "text/event-stream")!: .init(OpenAPI.Content(schema: data))]))
         responses[429] = .init(OpenAPI.Response(
@@ -49,7 +52,7 @@ extension OpenAPIDescription {
                 .parameter(OpenAPI.Parameter.header(name: "Last-Event-ID", required: false, schema: .string,
                                                     description: "The id of the last event received, to resume after it.")),
                 .parameter(OpenAPI.Parameter.query(name: "space", required: false, schema: .string(allowedValues: ["user", "common"]),
-                                                   description: "Only the user's, or only the common, database (default both; common without a user).")),
+                                                   description: "Only the user's, or only the common, database (default both; common without a user; on a shard, the user's only).")),
                 .parameter(OpenAPI.Parameter.query(name: "module", required: false,
                                                    schema: .string(allowedValues: modules.map { .init($0.name) }),
                                                    description: "Only this module's changes (repeatable).")),

@@ -51,11 +51,11 @@ extension OpenAPIDescription {
             responses: exported, security: admin))
         paths["/shard/import"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Import a bucket from its shard",
-            description: "Freezes the bucket on the shard at `from` (host:port), fetches a consistent copy of each of its files, checks each with PRAGMA integrity_check and installs it here. Refused (409 bucket_owned) while this shard owns the bucket.",
+            description: "Freezes the bucket on the shard that owns it in the shard map (`from`: that shard's name, or the address the map gives it; anything else is 400 unknown_shard and nothing is contacted), fetches a consistent copy of each of its files (each download stops beyond --max-database-size, or the data folder's free space), checks each (PRAGMA integrity_check; only daogate's own tables, the modules' tables and their indexes: no trigger, view, virtual or unknown table) and, all checked, installs them here. A file that fails a check is 422 import_refused, and nothing is installed. Refused (409 bucket_owned) while this shard owns the bucket.",
             operationId: "shardImport", requestBody: body(.object(properties: ["bucket": bucket, "from": .string], additionalProperties: .init(false))),
             responses: responses(.object(properties: ["bucket": .integer(format: .int64), "files": .array(items: .string),
                                                       "bytes": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 409, 415, 500, 502, 503]),
+                                 errors: [400, 401, 403, 404, 409, 415, 422, 500, 502, 503]),
             security: admin))
         paths["/shard/archive"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Remove a moved bucket's files",

@@ -16,8 +16,8 @@ import Testing
 /// - **Ports.** Port 8080 in a command (`:8080`, `--port 8080`) is the page's server; any other port from 8081
 ///   to 8099 a page names is a free port of its own. Printed ports are turned back into the page's numbers.
 /// - **Masked**, in what a command prints before it is compared (the page writes `…` there):
-///   date-times (`2026-11-25T19:00:53Z`, with or without fractions or an offset), a JSON member `"updated"`'s
-///   number (a time), the change feed's process epochs (`5f3a91c2` in an event id `5f3a91c2-3`), user
+///   date-times (`2026-11-25T19:00:53Z`, with or without fractions or an offset), the number of a JSON member
+///   `"updated"` or `"sentAt"` (the time a row was written), the change feed's process epochs (`5f3a91c2` in an event id `5f3a91c2-3`), user
 ///   digests (`user#` and 32 hex digits); and the page's folder is left out of paths (`/tmp/…/modules/x` is
 ///   `modules/x`; the folder alone is `.`). Standard output is line-buffered, as on a terminal.
 ///
@@ -167,7 +167,7 @@ import Testing
         }
         text = text.replacing(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?/) { _ in "…" }
         text = text.replacing(/user#[0-9a-f]{32}/) { _ in "user#…" }
-        text = text.replacing(/"updated":[0-9.e+-]+/) { _ in "\"updated\":…" }
+        text = text.replacing(/"(updated|sentAt)":[0-9.e+-]+/) { match in "\"\(match.1)\":…" }
         text = text.replacing(/\b[0-9a-f]{8}-(\d+)\b/) { match in "…-\(match.1)" }
         return text.trimmingCharacters(in: .newlines)
     }

@@ -1,14 +1,15 @@
 # daogate — build, test and run.
 #
 #   make test    install what is missing, build, run every test (what CI runs),
-#                the generated-client and schemathesis runs included
+#                the generated-client, schemathesis and documentation runs included
+#   make docs    build the documentation site into .build/site (mkdocs, into .venv)
 #   make serve   install what is missing, build, serve ./modules on 127.0.0.1:8080
 #   make bench   release build and the benchmarks (bench/run)
 
 SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libre2-dev pkg-config
 
-.PHONY: deps build release test serve bench clean
+.PHONY: deps build release test serve bench docs clean
 
 # Installs the C libraries' -dev packages when they are missing (needs root on
 # a fresh Debian machine; a no-op where they are installed).
@@ -27,14 +28,17 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Swift's tests, then the OpenAPI description proved with real clients
-# (Tests/Clients/run: its tools come from PyPI into .venv), and shards behind
-# HAProxy (Tests/Shards/run: HAProxy and python3-yaml from Debian).
+# Swift's tests (the documentation's examples among them), then the OpenAPI
+# description proved with real clients (Tests/Clients/run: its tools come from
+# PyPI into .venv), shards behind HAProxy (Tests/Shards/run: HAProxy and
+# python3-yaml from Debian), and the documentation site (Tests/Docs/run:
+# mkdocs build --strict, mkdocs from PyPI into .venv).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	Tests/Clients/run
 	Tests/Shards/run
+	Tests/Docs/run
 
 # The embedded default: ./modules, data in ./data, on 127.0.0.1:8080. The
 # example modules encrypt a property, so a local key is made on first run.
@@ -44,6 +48,12 @@ serve: release
 
 bench: deps
 	bench/run
+
+# The documentation site (docs/, mkdocs.yml) into .build/site; `.venv/bin/mkdocs serve`
+# previews it on http://127.0.0.1:8000.
+docs: build
+	Tests/Docs/run
+	.venv/bin/mkdocs build --quiet
 
 clean:
 	rm -rf .build

@@ -27,8 +27,9 @@ final class LiveServer: @unchecked Sendable {
     /// Starts the server and waits until `/healthz` answers; with `folder`,
     /// on that folder's data and key (a restart).
     /// With `trustedCertificate`, curl trusts that certificate (an HTTPS server's).
+    /// With `directory`, the server runs there (relative paths, `modules` included, are read from it).
     init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules", folder: URL? = nil,
-         trustedCertificate: String? = nil) throws {
+         trustedCertificate: String? = nil, directory: URL? = nil) throws {
         self.trustedCertificate = trustedCertificate
         self.folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
         let key = self.folder.appendingPathComponent("daogate.key")
@@ -37,7 +38,7 @@ final class LiveServer: @unchecked Sendable {
             try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: key)
         }
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.currentDirectoryURL = Self.root
+        process.currentDirectoryURL = directory ?? Self.root
         process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0", "--key-file", key.path] + arguments
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
         variables.merge(environment) { $1 }

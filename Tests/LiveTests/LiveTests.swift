@@ -3,32 +3,6 @@ import Testing
 
 /// The product as users meet it: `daogate serve` on a loopback port, called with curl.
 @Suite(.serialized) struct LiveTests {
-    /// The README's walk-through runs as printed and prints what it shows.
-    @Test func theReadmeCurlExamplesAreTrue() throws {
-        let server = try LiveServer()
-        let readme = try String(contentsOf: LiveServer.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(readme.range(of: "## A walk-through with curl"))
-        let section = readme[start.upperBound...].prefix { _ in true }
-        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
-        var commands = 0
-        for block in section[..<end].components(separatedBy: "```console\n").dropFirst() {
-            let lines = block.components(separatedBy: "\n```")[0].components(separatedBy: "\n")
-            var index = 0
-            while index < lines.count {
-                guard lines[index].hasPrefix("$ ") else { index += 1; continue }
-                let command = String(lines[index].dropFirst(2)).replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(server.port)")
-                var expected: [String] = []
-                index += 1
-                while index < lines.count && !lines[index].hasPrefix("$ ") { expected.append(lines[index]); index += 1 }
-                let output = try run("/bin/bash", ["-c", command])
-                #expect(output.trimmingCharacters(in: .newlines) == expected.joined(separator: "\n").trimmingCharacters(in: .newlines),
-                        "\(command)")
-                commands += 1
-            }
-        }
-        #expect(commands >= 8)
-    }
-
     /// Every kind of bad input: a clear 4xx, never a 5xx, and no database touched that should not be.
     @Test func badInputGetsAClearErrorAndChangesNothing() throws {
         let server = try LiveServer(arguments: ["--max-body-size", "4096"])

@@ -11,8 +11,8 @@ struct HAProxyConfig: ParsableCommand {
         abstract: "Write HAProxy's configuration and maps for shards of daogate (see docs/scaling.md).",
         discussion: """
             Writes haproxy.cfg, buckets.map (bucket → shard), common-paths.lst and common-prefixes.lst (what goes \
-            to the common shard) and unavailable.http (the 503 of a shard that is down) into --out. Generate them \
-            again whenever the modules or the shard map change.
+            to the common shard) and unavailable.http (the 503 of a shard that is down) into --out, and names \
+            each file it wrote on standard error. Generate them again whenever the modules or the shard map change.
             """
     )
 

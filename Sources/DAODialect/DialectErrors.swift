@@ -57,4 +57,10 @@ public struct RenderError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(method): \(message)" }
+
+    /// The message as a sentence of its own, for a caller who sees no `method` beside it: an unknown
+    /// argument's message is said of the method ("has no argument named 'prio'"), so it names its subject.
+    public var detail: String {
+        code == .unknownArgument ? "method \(method) \(message)" : message
+    }
 }

@@ -24,15 +24,16 @@ extension Method {
             break
         case .array(let values):
             guard values.count <= self.arguments.count else {
-                throw RenderError(code: .unknownArgument, method: qualifiedName, message:
-                    "takes \(self.arguments.count) argument\(self.arguments.count == 1 ? "" : "s") (\(argumentList)), got \(values.count)")
+                throw RenderError(code: .unknownArgument, method: qualifiedName, message: self.arguments.isEmpty
+                    ? "takes no arguments, got \(values.count)"
+                    : "takes \(self.arguments.count) argument\(self.arguments.count == 1 ? "" : "s") (\(argumentNames)), got \(values.count)")
             }
             for (index, value) in values.enumerated() { locals[index] = value }
         case .object(let members):
             for (name, value) in members {
                 guard let index = self.arguments.firstIndex(where: { $0.name == name }) else {
                     throw RenderError(code: .unknownArgument, method: qualifiedName,
-                                      message: "has no argument named '\(name)' (\(argumentList))", argument: name)
+                                      message: "has no argument named '\(name.prefix(80))'; \(argumentList)", argument: name)
                 }
                 locals[index] = value
             }
@@ -56,9 +57,12 @@ extension Method {
         return Frame(locals: locals, globals: globals)
     }
 
+    /// "its arguments are a, b" (or "it takes none"): what an unknown argument's message ends with.
     private var argumentList: String {
-        arguments.isEmpty ? "it takes none" : "arguments: " + arguments.map(\.name).joined(separator: ", ")
+        arguments.isEmpty ? "it takes none" : "its arguments are " + argumentNames
     }
+
+    private var argumentNames: String { arguments.map(\.name).joined(separator: ", ") }
 
     /// Checks `value` against a declared type; returns a replacement when the
     /// JSON form differs from the stored one (base64 text for `binary`, an

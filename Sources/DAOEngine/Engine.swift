@@ -69,7 +69,7 @@ public final class Engine: Sendable {
     private init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)?,
                  registry: DatabaseRegistry, globalArguments: GlobalArguments, changes: ChangeFeed) throws(EngineError) {
         if configuration.cipher == nil, let module = modules.first(where: { !$0.encryptedProperties.isEmpty }) {
-            throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured")
+            throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured: \(CipherKey.howToConfigure)")
         }
         self.configuration = configuration
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -212,7 +212,11 @@ extension Engine {
     public func method(_ module: String, _ method: String) throws(EngineError) -> (Module, Method) {
         let found = try self.module(module)
         guard let method = found.method(named: method) else {
-            throw EngineError(.unknownMethod, "module \(module) has no method '\(method)'")
+            let methods = found.methods.map(\.name)
+            var error = EngineError(.unknownMethod, "module \(module) has no method '\(method.prefix(80))'; "
+                + (methods.isEmpty ? "it has none" : "its methods are \(methods.joined(separator: ", "))"))
+            error.methods = methods
+            throw error
         }
         return (found, method)
     }

@@ -48,6 +48,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var render: RenderError?
     /// In a transaction of several calls, the index of the call that failed.
     public var callIndex: Int?
+    /// For `unknownMethod`: the methods the module has, in the order it declares them.
+    public var methods: [String]?
 
     public init(_ code: Code, _ message: String, method: String? = nil, line: Int? = nil,
                 sqlite: SQLiteError? = nil, render: RenderError? = nil) {

@@ -80,6 +80,27 @@ extension Gateway {
         return Caller(user: verified.user, isAdmin: verified.isAdmin, token: (token, verified.expiry))
     }
 
+    /// A problem with what only the gateway knows added: a `user_required` (from the engine, the KV routes or
+    /// the change feed, which know that a user is needed but not how this server is told who it is) says how.
+    func explained(_ problem: Problem) -> Problem {
+        guard problem.code == "user_required" else { return problem }
+        var explained = problem
+        explained.detail += "; " + userRemedy
+        return explained
+    }
+
+    /// How this server learns the caller's user: the header in trusted-header mode; in jwt mode the bearer
+    /// token's user claim (the static admin token names the user with the header).
+    var userRemedy: String {
+        switch configuration.authentication {
+        case .trustedHeader:
+            "send it in the \(Self.userHeader) header"
+        case .jwt(let verifier):
+            "it is the \(verifier.settings.userClaim) claim of the bearer token (Authorization: Bearer <JWT>); "
+                + "with the admin token, send it in the \(Self.userHeader) header"
+        }
+    }
+
     /// A refused token: 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1).
     static func refusal(_ refusal: TokenRefusal) -> Problem {
         var problem = Problem(401, refusal.cause.rawValue, refusal.detail)
@@ -98,14 +119,18 @@ extension Gateway {
             }
             return
         }
-        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>")
+        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>"
+            + (configuration.adminToken == nil ? ", and this server has no admin token: " + Self.adminTokenRemedy : ""))
         required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
         guard let given = try header(request, "Authorization") else { throw required }
         guard let token = configuration.adminToken else {
-            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured (start daogate with --admin-token-file or DAOGATE_ADMIN_TOKEN)")
+            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured: " + Self.adminTokenRemedy)
         }
         guard constantTimeEqual(given, "Bearer " + token) else { throw required }
     }
+
+    /// How an operator gives the server its admin token.
+    static let adminTokenRemedy = "start daogate with --admin-token-file FILE (DAOGATE_ADMIN_TOKEN_FILE), or the token itself in DAOGATE_ADMIN_TOKEN"
 
     /// A call of a module or method declared `access="admin"` is an admin's.
     func authorizeAccess(module name: String, method: String?, _ request: HTTPRequest) throws(Problem) {

@@ -61,7 +61,7 @@ extension Gateway {
                     throw Problem(400, "invalid_query", "space is user or common, not '\(value.prefix(40))'")
                 }
                 guard value == "common" || caller.user != nil else {
-                    throw Problem(400, "user_required", "space=user needs the caller's user (\(Self.userHeader), or a token's)")
+                    throw Problem(400, "user_required", "space=user follows the caller's own storage: the call needs a user id")
                 }
                 spaces = [value]
             case "module":

@@ -124,7 +124,7 @@ extension Gateway {
             return .common(storage: caller.storage)
         case .user:
             guard let user = caller.user else {
-                throw Problem(EngineError(.userRequired, "the user space is the caller's own: the call needs a user id (X-User-Id)"))
+                throw Problem(EngineError(.userRequired, "the user space is the caller's own: the call needs a user id"))
             }
             return .user(user, storage: caller.storage)
         }

@@ -130,7 +130,7 @@ public final class Gateway: HTTPResponder {
             encoding = try int64Encoding(request)
             response = try route(request, encoding)
         } catch {
-            response = error.response(encoding)
+            response = explained(error).response(encoding)
         }
         metrics.count(status: response.status)
         return withLogMetadata(response, request)

@@ -13,7 +13,7 @@ public struct Problem: Error, Sendable {
     public var code: String
     /// One human sentence saying what is wrong.
     public var detail: String
-    /// Extension members: `method`, `argument`, `line`, `call`, …
+    /// Extension members: `method`, `methods`, `argument`, `line`, `call`, …
     public var extensions: OrderedObject = [:]
     /// Response headers the problem needs (`Allow`, `WWW-Authenticate`).
     public var headers: [(name: String, value: String)] = []
@@ -64,6 +64,7 @@ public struct Problem: Error, Sendable {
         } else {
             self.init(Self.status(of: error.code), error.code.rawValue, error.message)
             if let method = error.method { extensions["method"] = .string(method) }
+            if let methods = error.methods { extensions["methods"] = .array(methods.map(Value.string)) }
             // Out of descriptors is a moment's trouble: a client may retry, not at once.
             if error.code == .overloaded { headers.append(("Retry-After", "1")) }
         }
@@ -72,7 +73,7 @@ public struct Problem: Error, Sendable {
     }
 
     init(_ error: RenderError) {
-        self.init(400, error.code.rawValue, error.message)
+        self.init(400, error.code.rawValue, error.detail)
         extensions["method"] = .string(error.method)
         if let argument = error.argument { extensions["argument"] = .string(argument) }
     }
@@ -112,22 +113,9 @@ public struct Problem: Error, Sendable {
                             body: Value.object(body).jsonBytes(options: encoding))
     }
 
-    /// The reason phrase of a status, the problem's `title`.
+    /// The reason phrase of a status, the problem's `title`: the status line's own (`HTTPResponse.reasonPhrase`),
+    /// one table for every status daogate answers.
     static func reason(_ status: Int) -> String {
-        switch status {
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 409: "Conflict"
-        case 413: "Content Too Large"
-        case 415: "Unsupported Media Type"
-        case 500: "Internal Server Error"
-        case 501: "Not Implemented"
-        case 503: "Service Unavailable"
-        case 507: "Insufficient Storage"
-        default: "Error"
-        }
+        HTTPResponse.reasonPhrase(of: status)
     }
 }

@@ -1,3 +1,5 @@
+import CMicroHTTPD
+
 /// What a responder answers: status, header fields and body, sent as given.
 ///
 /// libmicrohttpd writes `Content-Length` (from the body) and `Date` itself: a
@@ -25,5 +27,13 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
         self.logMetadata = logMetadata
+    }
+
+    /// The reason phrase of a status, as the status line says it: libmicrohttpd's own table (RFC 9110's phrases),
+    /// so that what a body repeats of the status (a problem's `title`) is what the status line sent. "Unknown"
+    /// for a status it has no phrase for.
+    public static func reasonPhrase(of status: Int) -> String {
+        guard let status = UInt32(exactly: status), let phrase = MHD_get_reason_phrase_for(status) else { return "Unknown" }
+        return String(cString: phrase)
     }
 }

@@ -11,7 +11,9 @@ struct Backup: ParsableCommand {
             Each database (common, users', custom storages', bound files) is copied with VACUUM INTO through a \
             read-only connection of its own: a snapshot of its last commit, taken without stopping writers, then \
             checked with PRAGMA integrity_check. The keys of the data folder (digest.key) are copied too; the \
-            encryption key is not (keep it apart). DIR must not exist yet.
+            encryption key is not (keep it apart). DIR must not exist yet. On a terminal, standard error shows \
+            the databases copied so far and their bytes; standard output gets one JSON object at the end: \
+            {"databases":N,"bytes":N,"seconds":S}. A failure removes the unfinished DIR and exits 1.
             """
     )
 
@@ -24,31 +26,67 @@ struct Backup: ParsableCommand {
     func run() throws {
         let root = data ?? ProcessInfo.processInfo.environment["DAOGATE_DATA"].flatMap { $0.isEmpty ? nil : $0 } ?? "data"
         let files = FileManager.default
-        guard !files.fileExists(atPath: destination) else { throw ValidationError("\(destination) exists; a backup goes into a new folder") }
-        guard let enumerator = files.enumerator(atPath: root) else { throw ValidationError("cannot read the data folder \(root)") }
-        var databases = 0
+        var isFolder: ObjCBool = false
+        guard files.fileExists(atPath: root, isDirectory: &isFolder) else { throw RunFailure("the data folder \(root) does not exist") }
+        guard isFolder.boolValue else { throw RunFailure("the data folder \(root) is not a folder") }
+        guard !files.fileExists(atPath: destination) else { throw RunFailure("\(destination) exists; a backup goes into a new folder") }
+        let (databases, keys) = try Self.contents(of: root)
+        guard !databases.isEmpty || !keys.isEmpty else {
+            throw RunFailure("\(root) holds no daogate data (no database, no digest.key): is it the data folder?")
+        }
+        try files.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        do {
+            try copy(databases, keys, from: root)
+        } catch {
+            // An unfinished backup is no backup: the folder goes, so that the same command can run again.
+            try? files.removeItem(atPath: destination)
+            throw error
+        }
+    }
+
+    /// The databases (`.db` files) and keys of a data folder, as paths relative to it; archives of moved buckets
+    /// and imports in progress are not the shard's data.
+    static func contents(of root: String) throws -> (databases: [String], keys: [String]) {
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else { throw RunFailure("cannot read the data folder \(root)") }
+        var databases: [String] = []
+        var keys: [String] = []
+        while let relative = enumerator.nextObject() as? String {
+            if relative.hasPrefix("archive/") || relative.hasPrefix("shard/") { continue }
+            if relative.hasSuffix(".db") {
+                databases.append(relative)
+            } else if relative == "digest.key" || relative == "deployment-version" {
+                keys.append(relative)
+            }
+        }
+        return (databases.sorted(), keys.sorted())
+    }
+
+    private func copy(_ databases: [String], _ keys: [String], from root: String) throws {
+        let files = FileManager.default
+        var progress = TerminalProgress(command: "backup")
         var bytes: Int64 = 0
         let started = ContinuousClock.now
         let configuration = DatabaseConfiguration()
-        while let relative = enumerator.nextObject() as? String {
-            // Archives of moved buckets and imports in progress are not the shard's data.
-            if relative.hasPrefix("archive/") || relative.hasPrefix("shard/") { continue }
-            let source = root + "/" + relative
-            if relative.hasSuffix(".db") {
-                let copy = destination + "/" + relative
-                try ShardFiles.consistentCopy(of: source, to: copy, configuration: configuration)
+        for (index, relative) in databases.enumerated() {
+            progress.status("\(index) of \(databases.count) databases, \(TerminalProgress.bytes(bytes))")
+            let copy = destination + "/" + relative
+            do {
+                try ShardFiles.consistentCopy(of: root + "/" + relative, to: copy, configuration: configuration)
                 if let problem = try ShardFiles.integrityProblem(of: copy, configuration: configuration) {
-                    throw ValidationError("the copy of \(relative) fails integrity_check: \(problem)")
+                    throw RunFailure("fails integrity_check: \(problem)")
                 }
-                databases += 1
-                bytes += ((try? files.attributesOfItem(atPath: copy))?[.size] as? NSNumber)?.int64Value ?? 0
-            } else if relative == "digest.key" || relative == "deployment-version" {
-                try files.createDirectory(atPath: destination, withIntermediateDirectories: true)
-                try files.copyItem(atPath: source, toPath: destination + "/" + relative)
+            } catch {
+                throw RunFailure("the copy of \(relative): \(error)")
             }
+            bytes += ((try? files.attributesOfItem(atPath: copy))?[.size] as? NSNumber)?.int64Value ?? 0
         }
-        try files.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for relative in keys {
+            try files.copyItem(atPath: root + "/" + relative, toPath: destination + "/" + relative)
+        }
         let elapsed = ContinuousClock.now - started
-        print(#"{"databases":\#(databases),"bytes":\#(bytes),"seconds":\#(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)}"#)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        progress.line("\(databases.count) of \(databases.count) databases, \(TerminalProgress.bytes(bytes)), "
+            + "in \((seconds * 100).rounded() / 100) s: \(destination)")
+        print(#"{"databases":\#(databases.count),"bytes":\#(bytes),"seconds":\#(seconds)}"#)
     }
 }

@@ -11,8 +11,8 @@ struct HAProxyConfig: ParsableCommand {
         abstract: "Write HAProxy's configuration and maps for shards of daogate (see docs/scaling.md).",
         discussion: """
             Writes haproxy.cfg, buckets.map (bucket → shard), common-paths.lst and common-prefixes.lst (what goes \
-            to the common shard) and unavailable.http (the 503 of a shard that is down) into --out. Generate them \
-            again whenever the modules or the shard map change.
+            to the common shard) and unavailable.http (the 503 of a shard that is down) into --out, and names \
+            each file it wrote on standard error. Generate them again whenever the modules or the shard map change.
             """
     )
 
@@ -40,34 +40,51 @@ struct HAProxyConfig: ParsableCommand {
     @Option(help: "The runtime API's unix socket (default: haproxy.sock in the config folder).")
     var runtimeSocket: String?
 
+    func validate() throws {
+        switch auth {
+        case "trusted-header": break
+        case "jwt":
+            guard jwtUserClaim.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw ValidationError("the user claim must be letters, digits and _ for HAProxy's JSON path")
+            }
+        default: throw ValidationError("auth must be jwt or trusted-header, not \(auth)")
+        }
+    }
+
     func run() throws {
         let (loaded, errors) = ModuleLoader.loadDirectory(modules)
         guard errors.isEmpty else {
             for error in errors { printToStandardError(error.description) }
-            throw ExitCode(1)
+            throw RunFailure("\(errors.count) problem\(errors.count == 1 ? "" : "s") in the modules of \(modules); nothing was written")
         }
         let map: ShardMap
         do {
             map = try ShardMap(contentsOf: shardMap)
         } catch {
-            throw ValidationError(error.description)
+            throw RunFailure("\(error)")  // it names the file
         }
-        let user: HAProxyConfiguration.UserSource
-        switch auth {
-        case "trusted-header": user = .header
-        case "jwt":
-            guard jwtUserClaim.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                throw ValidationError("the user claim must be letters, digits and _ for HAProxy's JSON path")
-            }
-            user = .jwtClaim(jwtUserClaim)
-        default: throw ValidationError("auth must be jwt or trusted-header, not \(auth)")
-        }
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let user: HAProxyConfiguration.UserSource = auth == "jwt" ? .jwtClaim(jwtUserClaim) : .header
         let directory = configDirectory ?? URL(fileURLWithPath: out).standardizedFileURL.path
         let generator = HAProxyConfiguration(map: map, modules: loaded, listen: listen, user: user, directory: directory,
                                              runtimeSocket: runtimeSocket ?? directory + "/haproxy.sock")
-        for file in generator.files {
-            try Data(file.content.utf8).write(to: URL(fileURLWithPath: out).appendingPathComponent(file.name), options: .atomic)
+        do {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        } catch {
+            throw RunFailure("cannot make the folder \(out): \(error)")
         }
+        var written: [String] = []
+        for file in generator.files {
+            let path = URL(fileURLWithPath: out).appendingPathComponent(file.name).path
+            do {
+                try Data(file.content.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+            } catch {
+                throw RunFailure("cannot write \(path): \(error)")
+            }
+            written.append(path)
+        }
+        // What it wrote, on standard error (standard output stays empty): the files, and what to do with them.
+        for path in written { printToStandardError("haproxy-config: wrote \(path)") }
+        printToStandardError("haproxy-config: \(written.count) files for \(map.shards.count) shards and \(map.buckets) buckets; "
+            + "HAProxy reads them from \(directory)")
     }
 }

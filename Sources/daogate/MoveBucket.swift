@@ -46,24 +46,28 @@ struct MoveBucket: ParsableCommand {
     @Option(help: "HAProxy's buckets.map, in any spelling of the path its configuration names (from daogate haproxy-config).")
     var haproxyMap: String?
 
-    /// A move that stopped, saying whether it was rolled back or is committed and to be completed.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    func validate() throws {
+        guard (haproxySocket == nil) == (haproxyMap == nil) else { throw ValidationError("--haproxy-socket and --haproxy-map go together") }
+        guard bucket >= 0 else { throw ValidationError("the bucket is a number from 0") }
     }
 
     func run() throws {
-        guard (haproxySocket == nil) == (haproxyMap == nil) else { throw ValidationError("--haproxy-socket and --haproxy-map go together") }
         let token = try adminToken()
         let started = ContinuousClock.now
+        var progress = TerminalProgress(command: "move-bucket")
         var map = try readMap()
-        guard (0..<map.buckets).contains(bucket) else { throw ValidationError("the bucket must be in 0...\(map.buckets - 1)") }
-        guard let targetAddress = map.shards[to] else { throw ValidationError("the shard map has no shard \(to)") }
+        guard (0..<map.buckets).contains(bucket) else {
+            throw RunFailure("the shard map \(shardMap) has buckets 0 to \(map.buckets - 1), not \(bucket)")
+        }
+        guard let targetAddress = map.shards[to] else {
+            throw RunFailure("the shard map \(shardMap) has no shard \(to) (its shards: \(map.shards.keys.sorted().joined(separator: ", ")))")
+        }
         let target = ShardClient(address: targetAddress, token: token)
         let source = map.owners[bucket]
         let committed = source == to
 
         // 0. Preconditions: nothing has changed yet.
-        func unchanged(_ what: String) -> Failure { Failure(description: "\(what); nothing was changed") }
+        func unchanged(_ what: String) -> RunFailure { RunFailure("\(what); nothing was changed") }
         try Self.checkShard(target, named: to, unchanged)
         if !committed { try Self.checkShard(ShardClient(address: map.shards[source]!, token: token), named: source, unchanged) }
         var haproxyTarget: (name: String, file: String)?
@@ -78,13 +82,14 @@ struct MoveBucket: ParsableCommand {
         if !committed {
             summary["from"] = .string(source)
             // 1. The import, rolled back on failure: the source lets the bucket's writes in again.
-            func rolledBack(_ what: String) -> Failure {
+            progress.status("[1/4] shard \(to) imports bucket \(bucket) from shard \(source) (its writes wait meanwhile)")
+            func rolledBack(_ what: String) -> RunFailure {
                 let source = ShardClient(address: map.shards[source]!, token: token)
                 do {
                     _ = try source.json("POST", "/shard/unfreeze", ["bucket": .integer(Int64(bucket))])
-                    return Failure(description: "\(what); rolled back: bucket \(bucket) stays on shard \(map.owners[bucket]) and takes writes again")
+                    return RunFailure("\(what); rolled back: bucket \(bucket) stays on shard \(map.owners[bucket]) and takes writes again")
                 } catch {
-                    return Failure(description: "\(what); not committed, but the rollback failed (\(error)): bucket \(bucket) stays on shard \(map.owners[bucket]), frozen; run the same command again, or POST /shard/unfreeze {\"bucket\": \(bucket)} to it")
+                    return RunFailure("\(what); not committed, but the rollback failed (\(error)): bucket \(bucket) stays on shard \(map.owners[bucket]), frozen; run the same command again, or POST /shard/unfreeze {\"bucket\": \(bucket)} to it")
                 }
             }
             let imported: Value
@@ -93,8 +98,12 @@ struct MoveBucket: ParsableCommand {
             } catch {
                 throw rolledBack("the import into shard \(to) failed: \(error)")
             }
-            summary["files"] = .integer(Int64(imported[member: "files"]?.arrayValue?.count ?? 0))
-            summary["bytes"] = imported[member: "bytes"] ?? 0
+            let files = imported[member: "files"]?.arrayValue?.count ?? 0
+            let bytes = imported[member: "bytes"] ?? 0
+            summary["files"] = .integer(Int64(files))
+            summary["bytes"] = bytes
+            progress.line("[1/4] shard \(to) imported bucket \(bucket) from shard \(source): \(files) database\(files == 1 ? "" : "s"), "
+                + TerminalProgress.bytes(bytes.integerValue ?? 0))
             // 2. The commit: only if nobody changed the map meanwhile.
             guard (try? readMap()) == map else { throw rolledBack("the shard map changed during the move") }
             map.owners[bucket] = to
@@ -104,10 +113,13 @@ struct MoveBucket: ParsableCommand {
             } catch {
                 throw rolledBack(error.description)
             }
+            progress.line("[2/4] committed: the shard map gives bucket \(bucket) to shard \(to) (epoch \(map.epoch))")
+        } else {
+            progress.line("[2/4] the shard map already gives bucket \(bucket) to shard \(to) (epoch \(map.epoch)): finishing the move")
         }
         // 3. and 4. After the commit: a failure is completed by the same command.
-        func completeLater(_ what: String) -> Failure {
-            Failure(description: "\(what); bucket \(bucket) is committed to shard \(to) (shard map epoch \(map.epoch)): run the same command again to complete the move")
+        func completeLater(_ what: String) -> RunFailure {
+            RunFailure("\(what); bucket \(bucket) is committed to shard \(to) (shard map epoch \(map.epoch)): run the same command again to complete the move")
         }
         summary["epoch"] = .integer(map.epoch)
         do {
@@ -122,22 +134,31 @@ struct MoveBucket: ParsableCommand {
             } catch {
                 throw completeLater("HAProxy's map was not updated: \(error)")
             }
+            progress.line("[3/4] shard \(to) serves bucket \(bucket), and HAProxy routes it there")
+        } else {
+            progress.line("[3/4] shard \(to) serves bucket \(bucket)")
         }
         var pending: [String] = []
-        for (name, address) in map.shards.sorted(by: { $0.key < $1.key }) where name != to {
+        let others = map.shards.sorted(by: { $0.key < $1.key }).filter { $0.key != to }
+        for (index, (name, address)) in others.enumerated() {
+            progress.status("[4/4] the other shards read the map: \(index) of \(others.count)")
             let shard = ShardClient(address: address, token: token)
             do {
                 let status = try shard.json("POST", "/shard/reload")
                 if status[member: "frozen"]?.arrayValue?.contains(.integer(Int64(bucket))) == true {
                     _ = try shard.json("POST", "/shard/archive", ["bucket": .integer(Int64(bucket))])
+                    progress.line("[4/4] shard \(name) archived its copy of bucket \(bucket)")
                 }
             } catch {
-                printToStandardError("daogate: shard \(name): \(error); bucket \(bucket) is committed to shard \(to): run the same command again once it answers")
+                printToStandardError("daogate move-bucket: shard \(name): \(error); bucket \(bucket) is committed to shard \(to): run the same command again once it answers")
                 pending.append(name)
             }
         }
         let elapsed = ContinuousClock.now - started
-        summary["seconds"] = .double(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        progress.line("[4/4] \(others.count - pending.count) of \(others.count) other shards read the map; "
+            + (pending.isEmpty ? "done" : "pending: \(pending.joined(separator: ", "))") + " in \((seconds * 100).rounded() / 100) s")
+        summary["seconds"] = .double(seconds)
         summary["pending"] = .array(pending.map { .string($0) })
         var object = OrderedObject()
         for key in summary.keys.sorted() { object[key] = summary[key] }
@@ -146,7 +167,7 @@ struct MoveBucket: ParsableCommand {
     }
 
     /// A shard answers `GET /shard` with the admin token, as the shard the map names at that address.
-    static func checkShard(_ client: ShardClient, named name: String, _ unchanged: (String) -> Failure) throws {
+    static func checkShard(_ client: ShardClient, named name: String, _ unchanged: (String) -> RunFailure) throws {
         let status: Value
         do {
             status = try client.json("GET", "/shard")
@@ -161,7 +182,7 @@ struct MoveBucket: ParsableCommand {
     /// The map HAProxy knows as `path`, in any spelling: `show map` lists each map by the path its
     /// configuration gave; both sides are resolved (relative paths, `..`, symlinks). Returns the name to give
     /// `set map` (HAProxy's own spelling) and the file to write (the resolved path), after checking it is writable.
-    static func haproxyMap(_ path: String, socket: String, _ unchanged: (String) -> Failure) throws -> (name: String, file: String) {
+    static func haproxyMap(_ path: String, socket: String, _ unchanged: (String) -> RunFailure) throws -> (name: String, file: String) {
         let listing: String
         do {
             listing = try haproxyAnswer(socket: socket, command: "show map")
@@ -196,7 +217,7 @@ struct MoveBucket: ParsableCommand {
         do {
             return try ShardMap(contentsOf: shardMap)
         } catch {
-            throw ValidationError(error.description)
+            throw RunFailure("\(error)")  // it names the file
         }
     }
 
@@ -209,18 +230,18 @@ struct MoveBucket: ParsableCommand {
     /// One command on HAProxy's runtime API; its answer must be empty (success) or it is an error.
     static func haproxy(socket path: String, command: String) throws {
         let text = try haproxyAnswer(socket: path, command: command)
-        guard text.isEmpty else { throw Failure(description: "HAProxy refused '\(command)': \(text)") }
+        guard text.isEmpty else { throw RunFailure("HAProxy refused '\(command)': \(text)") }
     }
 
     /// One command on HAProxy's runtime API, and its answer (trimmed).
     static func haproxyAnswer(socket path: String, command: String) throws -> String {
         let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw Failure(description: "cannot make a unix socket") }
+        guard socket >= 0 else { throw RunFailure("cannot make a unix socket") }
         defer { close(socket) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw Failure(description: "the socket path \(path) is too long") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw RunFailure("the socket path \(path) is too long") }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
@@ -228,9 +249,9 @@ struct MoveBucket: ParsableCommand {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw Failure(description: "cannot connect to HAProxy's runtime API at \(path): \(String(cString: strerror(errno)))") }
+        guard connected == 0 else { throw RunFailure("cannot connect to HAProxy's runtime API at \(path): \(String(cString: strerror(errno)))") }
         let line = Array((command + "\n").utf8)
-        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw Failure(description: "cannot write to \(path)") }
+        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw RunFailure("cannot write to \(path)") }
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {

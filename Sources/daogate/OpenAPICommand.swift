@@ -21,17 +21,24 @@ struct OpenAPICommand: ParsableCommand {
     @Option(help: "The authentication mode described: trusted-header (default) or jwt (the bearer scheme on every operation reaching storage).")
     var auth: String = "trusted-header"
 
+    func validate() throws {
+        guard ["trusted-header", "jwt"].contains(auth) else { throw ValidationError("auth must be jwt or trusted-header, not \(auth)") }
+    }
+
     func run() throws {
         let (loaded, errors) = ModuleLoader.loadDirectory(modules)
         guard errors.isEmpty else {
             for error in errors { printToStandardError(error.description) }
-            throw ExitCode(1)
+            throw RunFailure("\(errors.count) problem\(errors.count == 1 ? "" : "s") in the modules of \(modules); nothing was written")
         }
-        guard ["trusted-header", "jwt"].contains(auth) else { throw ValidationError("auth must be jwt or trusted-header, not \(auth)") }
         let json = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: loaded, descriptions: MethodDescriber.describe(loaded), version: daogateVersion, jwt: auth == "jwt"))
         if let out {
-            try Data(json).write(to: URL(fileURLWithPath: out))
+            do {
+                try Data(json).write(to: URL(fileURLWithPath: out))
+            } catch {
+                throw RunFailure("cannot write \(out): \(error)")
+            }
         } else {
             FileHandle.standardOutput.write(Data(json))
         }

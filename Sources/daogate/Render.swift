@@ -29,40 +29,47 @@ struct Render: ParsableCommand {
     @Option(help: "The table of a template module (no tableName, and its statements write ${T}).")
     var table: String?
 
+    /// `--args` as JSON (binary markers allowed), or null without it.
+    private func parsedArguments() throws -> Value {
+        guard let args else { return .null }
+        do { return try Value(parsingJSON: args, options: JSONParseOptions(binaryMarkers: true)) } catch {
+            throw ValidationError("--args is not valid JSON: \(error)")
+        }
+    }
+
+    func validate() throws {
+        _ = try parsedArguments()
+        if let table, let problem = tableNameProblem(table) { throw ValidationError("--table \(table): \(problem)") }
+    }
+
     func run() throws {
         let (modules, errors) = ModuleLoader.loadDirectory(directory)
         guard let loaded = modules.first(where: { $0.name == module }) else {
             for error in errors { printToStandardError(error.description) }
-            throw ValidationError("no module named '\(module)' in \(directory)")
+            let names = modules.map(\.name).sorted()
+            throw RunFailure("no module named '\(module)' in \(directory)"
+                + (names.isEmpty ? "" : " (its modules: \(names.joined(separator: ", ")))"))
         }
         guard let method = loaded.method(named: method) else {
-            throw ValidationError("module '\(module)' has no method '\(self.method)' (methods: \(loaded.methods.map(\.name).joined(separator: ", ")))")
+            throw RunFailure("module '\(module)' has no method '\(self.method)' (methods: \(loaded.methods.map(\.name).joined(separator: ", ")))")
         }
-        var arguments = Value.null
-        if let args {
-            do { arguments = try Value(parsingJSON: args, options: JSONParseOptions(binaryMarkers: true)) } catch {
-                throw ValidationError("--args is not valid JSON: \(error)")
-            }
-        }
+        let arguments = try parsedArguments()
         let table: String?
         switch (loaded.tableName, self.table) {
         case (let name?, nil): table = name
-        case (_?, _?): throw ValidationError("module '\(module)' has a fixed table (\(loaded.tableName!)): --table is only for template modules")
+        case (_?, _?): throw RunFailure("module '\(module)' has a fixed table (\(loaded.tableName!)): --table is only for template modules")
         case (nil, nil) where loaded.isTemplate:
-            throw ValidationError("module '\(module)' is a template (no tableName, and its statements write ${T}): pass --table NAME")
-        case (nil, let name?) where loaded.isTemplate:
-            if let problem = tableNameProblem(name) { throw ValidationError("--table \(name): \(problem)") }
-            table = name
+            throw RunFailure("module '\(module)' is a template (no tableName, and its statements write ${T}): pass --table NAME")
+        case (nil, let name?) where loaded.isTemplate: table = name
         case (nil, nil): table = nil
-        case (nil, _?): throw ValidationError("module '\(module)' names no table (no tableName, no ${T}): --table is only for template modules")
+        case (nil, _?): throw RunFailure("module '\(module)' names no table (no tableName, no ${T}): --table is only for template modules")
         }
         do {
             let frame = try method.frame(arguments: arguments)
             let runs = try method.render(frame: frame, table: table)
             print(Self.describe(runs).jsonString())
         } catch {
-            printToStandardError("error: \(error)")
-            throw ExitCode(1)
+            throw RunFailure("\(error)")
         }
     }
 

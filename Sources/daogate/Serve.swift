@@ -144,6 +144,12 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Change feed (GET /changes)")
     var changes: ChangeFeedOptions
 
+    /// The options and their variables, checked before anything runs: a wrong one is a usage error (exit 64).
+    func validate() throws {
+        _ = try Settings(self)
+        _ = try changes.resolved()
+    }
+
     func run() throws {
         let settings = try Settings(self)
         let changeFeed = try changes.resolved()
@@ -495,7 +501,7 @@ struct Settings {
             for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
             return .jwt(verifier)
         } catch {
-            throw ValidationError("the JWT keys: \(error)")
+            throw RunFailure("the JWT keys: \(error)")
         }
     }
 
@@ -516,7 +522,7 @@ struct Settings {
             if let keyFile { return try CipherKey.load(file: keyFile) }
             return try CipherKey.fromEnvironment("DAOGATE_KEY")
         } catch {
-            throw ValidationError("the encryption key: \(error)")
+            throw RunFailure("the encryption key: \(error)")
         }
     }
 
@@ -531,14 +537,14 @@ struct Settings {
         var token: String?
         if let adminTokenFile {
             guard let data = FileManager.default.contents(atPath: adminTokenFile), let text = String(data: data, encoding: .utf8) else {
-                throw ValidationError("cannot read the admin token file \(adminTokenFile)")
+                throw RunFailure("cannot read the admin token file \(adminTokenFile)")
             }
             token = text.trimmingCharacters(in: .whitespacesAndNewlines)
         } else {
             token = environment["DAOGATE_ADMIN_TOKEN"]?.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let token, !token.isEmpty else { return nil }
-        guard token.utf8.count >= 16 else { throw ValidationError("the admin token must be at least 16 characters") }
+        guard token.utf8.count >= 16 else { throw RunFailure("the admin token must be at least 16 characters") }
         return token
     }
 
@@ -546,15 +552,15 @@ struct Settings {
     func globalArguments() throws -> [String: [String: Value]] {
         guard let globalsFile else { return [:] }
         guard let data = FileManager.default.contents(atPath: globalsFile) else {
-            throw ValidationError("cannot read the globals file \(globalsFile)")
+            throw RunFailure("cannot read the globals file \(globalsFile)")
         }
         guard case .object(let modules) = try Value(parsingJSON: [UInt8](data)) else {
-            throw ValidationError("the globals file must hold a JSON object of module → {name: value}")
+            throw RunFailure("the globals file \(globalsFile) must hold a JSON object of module → {name: value}")
         }
         var result: [String: [String: Value]] = [:]
         for (module, values) in modules {
             guard case .object(let members) = values else {
-                throw ValidationError("the globals of \(module) must be a JSON object")
+                throw RunFailure("the globals of \(module) in \(globalsFile) must be a JSON object")
             }
             result[module] = Dictionary(uniqueKeysWithValues: members.map { ($0.key, $0.value) })
         }

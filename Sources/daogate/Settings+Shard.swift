@@ -8,7 +8,7 @@ extension Settings {
         do {
             return try Shard(name: shardName, mapPath: shardMap, dataDirectory: data)
         } catch {
-            throw ValidationError(error.description)
+            throw RunFailure("\(error)")  // it names the file
         }
     }
 }

@@ -31,11 +31,13 @@ import Testing
         let demo = try loaded()
         let surplus = demo.renderError("plain", "[1, 2, 3]")
         #expect(surplus?.code == .unknownArgument)
-        #expect(surplus?.description == "demo.plain: takes 2 arguments (arguments: a, b), got 3")
+        #expect(surplus?.description == "demo.plain: takes 2 arguments (a, b), got 3")
+        #expect(surplus?.detail == "method demo.plain takes 2 arguments (a, b), got 3")
         let unknown = demo.renderError("plain", #"{"c": 1}"#)
         #expect(unknown?.code == .unknownArgument)
         #expect(unknown?.argument == "c")
-        #expect(unknown?.description == "demo.plain: has no argument named 'c' (arguments: a, b)")
+        #expect(unknown?.description == "demo.plain: has no argument named 'c'; its arguments are a, b")
+        #expect(unknown?.detail == "method demo.plain has no argument named 'c'; its arguments are a, b")
     }
 
     @Test(arguments: ["\"text\"", "12", "true"])

@@ -15,6 +15,8 @@ import DAOValue
 public struct CipherKey: Sendable {
     /// The length of a key in bytes.
     static let byteCount = 32
+    /// How an operator gives daogate its key: what every "no key is configured" error ends with.
+    public static let howToConfigure = "start daogate with --key-file FILE (DAOGATE_KEY_FILE), or the key itself in DAOGATE_KEY"
     /// The largest key file read; anything longer cannot be a key in any form.
     static let maximumFileSize = 4096
 

@@ -231,6 +231,6 @@ public final class DiskCaches: Sendable {
     }
 
     static func noCipher(_ name: String) -> StorageError {
-        StorageError(.encryptionUnavailable, "encrypted cache '\(name)' needs a key, and the server has none")
+        StorageError(.encryptionUnavailable, "encrypted cache '\(name)' needs a key, and the server has none: \(CipherKey.howToConfigure)")
     }
 }

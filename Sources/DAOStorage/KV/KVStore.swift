@@ -145,7 +145,7 @@ public final class KVStore: Sendable {
         let stored: Value
         if encrypted {
             guard let cipher else {
-                throw StorageError(.encryptionUnavailable, "encrypted values need a key: start daogate with --key-file or DAOGATE_KEY")
+                throw StorageError(.encryptionUnavailable, "encrypted values need a key, and the server has none: \(CipherKey.howToConfigure)")
             }
             stored = try cipher.encryptStored(typed, context: Self.context(business, key), what: "kv \(business)/\(key)")
         } else {
@@ -276,7 +276,7 @@ public final class KVStore: Sendable {
         let value: Value
         if encrypted {
             guard let cipher else {
-                throw EngineError(.encryption, "kv \(business)/\(key) is encrypted, and no key is configured")
+                throw EngineError(.encryption, "kv \(business)/\(key) is encrypted, and no key is configured: \(CipherKey.howToConfigure)")
             }
             value = try cipher.decryptStored(statement.bytes(at: 1), context: Self.context(business, key), what: "kv \(business)/\(key)")
         } else {

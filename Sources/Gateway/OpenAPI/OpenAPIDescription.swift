@@ -365,10 +365,12 @@ public struct OpenAPIDescription {
         components.schemas["Problem"] = .object(
             title: "Problem", description: "An RFC 9457 problem, with daogate's stable code.",
             properties: [
-                "type": .string, "title": .string, "status": .integer(format: .int32),
+                "type": .string, "title": .string(description: "The reason phrase of the status, as the status line has it."),
+                "status": .integer(format: .int32),
                 "code": .string(description: "Stable and machine-readable; see the README's error codes."),
-                "detail": .string,
+                "detail": .string(description: "One sentence saying what is wrong and, where the caller can, how to fix it."),
                 "method": .string(required: false), "argument": .string(required: false),
+                "methods": .array(required: false, description: "With unknown_method: the module's methods.", items: .string),
                 "line": .integer(format: .int64, required: false), "call": .integer(format: .int64, required: false),
             ],
             additionalProperties: .init(true))

@@ -249,6 +249,10 @@ import Testing
         let a = try LiveServer(arguments: ["--shard", "a", "--shard-map", map, "--admin-token-file", token])
         let b = try LiveServer(arguments: ["--shard", "b", "--shard-map", map, "--admin-token-file", token])
         _ = try Self.shardMap(in: folder, a: a.port, b: b.port)
+        // Both shards read the map with their real addresses: an import comes only from the address the map gives.
+        for shard in [a, b] {
+            #expect(try shard.curl("/shard/reload", method: "POST", headers: ["Authorization: Bearer move-bucket-test-token-0123456789"]).status == 200)
+        }
         // Users in every bucket, so that each move carries files.
         for user in (0..<24).map({ "user\($0)" }) {
             #expect(try a.curl("/dao/Messages/unreadCount", body: "", headers: ["X-User-Id: \(user)"]).status == 200)

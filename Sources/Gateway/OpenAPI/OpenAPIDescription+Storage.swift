@@ -152,7 +152,7 @@ extension OpenAPIDescription {
                     description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
                     operationId: "kvPut\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("KVPut")))], required: true),
-                    responses: responses(entry, errors: [400, 413, 415, 500, 503])),
+                    responses: responses(entry, errors: [400, 409, 413, 415, 500, 503, 507])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
                     responses: responses(Self.body("Deleted"), errors: [400, 500, 503])))

@@ -45,6 +45,10 @@ import Testing
         let total = try #require(usage.json?["totalBytes"] as? Int)
         #expect(total <= Self.cap, "\(usage.body)")
         #expect(total >= Self.cap / 2, "\(usage.body)")
+        // The admin sees the limits.
+        #expect(usage.json?["maximumDatabaseBytes"] as? Int == Self.cap)
+        #expect(usage.json?["maximumCommonBytes"] as? Int == Self.cap)
+        #expect(usage.json?["maximumStoragesPerUser"] as? Int == 16)
 
         // Another user has a cap of their own.
         #expect(try Self.fill(server, headers: ["X-User-Id: other", "X-Storage: s1"], limit: 3).stored == 3)

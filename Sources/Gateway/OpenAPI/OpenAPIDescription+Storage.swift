@@ -369,9 +369,11 @@ extension OpenAPIDescription {
         ], additionalProperties: .init(false))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["storage"], summary: "Users' databases and their size",
-            description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the size cap (`--max-database-size`; null without one).",
+            description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the limits: the cap on what one user stores, all storages together (`--max-database-size`; null without one), on the common space's databases together (`--max-common-size`), and the custom storages a user may have (`--max-storages-per-user`).",
             operationId: "storageUsage", parameters: [owner],
             responses: responses(.object(properties: ["maximumDatabaseBytes": .integer(format: .int64, required: false, nullable: true),
+                                                      "maximumCommonBytes": .integer(format: .int64, required: false, nullable: true),
+                                                      "maximumStoragesPerUser": .integer(format: .int64, required: false, nullable: true),
                                                       "totalBytes": .integer(format: .int64), "databases": .array(items: usage)],
                                          additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []]])))

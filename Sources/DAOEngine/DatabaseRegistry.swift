@@ -92,6 +92,8 @@ final class DatabaseRegistry: Sendable {
     let configuration: DatabaseConfiguration
     /// `configuration` with the users' journal.
     private let userConfiguration: DatabaseConfiguration
+    /// The caps on what users and the common space store, and on users' storages.
+    let quotas: StorageQuotas
 
     private typealias Entry = LeasedLRU<StorageLocation, OpenDatabase>.Entry
 
@@ -112,8 +114,11 @@ final class DatabaseRegistry: Sendable {
 
     private let state: Mutex<State>
 
-    init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode) {
+    init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode,
+         maximumCommonBytes: Int? = nil, maximumStoragesPerUser: Int? = nil) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.quotas = StorageQuotas(root: self.root, userBytes: configuration.maximumDatabaseBytes,
+                                    commonBytes: maximumCommonBytes, storagesPerUser: maximumStoragesPerUser)
         self.budget = budget
         self.configuration = configuration
         var users = configuration
@@ -124,12 +129,13 @@ final class DatabaseRegistry: Sendable {
         self.state = Mutex(State(files: LeasedLRU(budget: budget)))
     }
 
-    /// How a location's connections are opened: the size cap and the users'
-    /// journal are for users' databases only; shared files keep WAL.
+    /// How a location's connections are opened: the users' journal is for
+    /// users' databases only, shared files keep WAL; a file is never larger
+    /// than its group's cap (`StorageQuotas`), a bound file has none.
     private func configuration(for location: StorageLocation) -> DatabaseConfiguration {
         guard case .user = location else {
             var shared = configuration
-            shared.maximumDatabaseBytes = nil
+            shared.maximumDatabaseBytes = if case .common = location { quotas.commonBytes } else { nil }
             shared.journal = .wal
             return shared
         }
@@ -159,7 +165,20 @@ final class DatabaseRegistry: Sendable {
     /// nil when it has no file and `creating` is false.
     /// Out of file descriptors, the idle databases and readers give theirs
     /// back and the open is tried once more; then it is `overloaded`.
+    /// A user's file in a custom storage is created only when the user may have one more (`StorageQuotas.admitting`).
     private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
+        if creating, quotas.storagesPerUser != nil, case .user(_, _?) = location {
+            if let entry = try acquireAdmitted(location, creating: false) { return entry }
+            do {
+                return try quotas.admitting(location) { () throws(EngineError) in try acquireAdmitted(location, creating: true) }
+            } catch {
+                throw EngineError(adapting: error)
+            }
+        }
+        return try acquireAdmitted(location, creating: creating)
+    }
+
+    private func acquireAdmitted(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
         var acquired: Acquired
         do {
             acquired = try acquireUnlessFenced(location, creating: creating)
@@ -194,7 +213,8 @@ final class DatabaseRegistry: Sendable {
             if !creating && !FileManager.default.fileExists(atPath: path(of: location)) { return .success(.absent) }
             // Opened under the lock, so that one file never gets two pools (two writers).
             do throws(SQLiteError) {
-                let pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location))
+                let pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location),
+                                            share: quotas.share(for: location))
                 let readiness = state.readiness[location] ?? {
                     if state.readiness.count >= Self.rememberedLimit { state.readiness.removeAll() }
                     let made = TableReadiness()
@@ -307,7 +327,11 @@ final class DatabaseRegistry: Sendable {
     /// which remove the files: what was seen set up in them is forgotten.
     func exclusively<T>(_ scope: ResetScope, timeout: Duration, _ body: () throws -> T) throws -> T {
         state.withLock { $0.fences.append(scope) }
-        defer { state.withLock { state in state.fences.remove(at: state.fences.firstIndex(of: scope)!) } }
+        defer {
+            // Before the fence goes: the files' next writer sees them as they are now.
+            quotas.forget(scope)
+            _ = state.withLock { state in state.fences.remove(at: state.fences.firstIndex(of: scope)!) }
+        }
         let deadline = ContinuousClock.now + timeout
         while true {
             let closing: [OpenDatabase]? = state.withLock { state in

@@ -46,8 +46,9 @@ extension Engine {
         let module = try self.module(name)
         let table = try self.table(of: module, requested: requested)
         return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
-            try withReader(database) { db throws(EngineError) in
-                if table.chosenByCaller { try claim(table.name, for: module, on: db) }
+            try migrateTableVersions(in: database)
+            return try withReader(database) { db throws(EngineError) in
+                try claim(table, for: module, in: database.location, on: db, adopting: false)
                 guard try tableExists("TableVersions", on: db) else { return nil }
                 return try recordedVersion(of: table.name, on: db)
             }
@@ -59,22 +60,29 @@ extension Engine {
     public func tables(module name: String, context: CallContext) throws(EngineError) -> [TableInfo] {
         let module = try self.module(name)
         return try withDatabaseIfExists(try location(of: module, context: context)) { database throws(EngineError) in
-            try withReader(database) { db throws(EngineError) in try tables(of: module, on: db) }
+            try migrateTableVersions(in: database)
+            return try withReader(database) { db throws(EngineError) in try tables(of: module, on: db) }
         } ?? []
     }
 
     /// Drops the module's table (`deleteTable`); false when it did not exist.
     /// The module stays usable: its next call creates the table again. A
     /// database with no file is left without one.
+    ///
+    /// A table another module made is refused (`table_owned`), unless
+    /// `whoeverMadeIt` (the admin's) and the table is the module's `tableName`:
+    /// then it is dropped whoever made it, which frees the name for the
+    /// module's next call. A template's table named by the caller never is.
     @discardableResult
     public func deleteTable(module name: String, table requested: String? = nil,
-                            context: CallContext) throws(EngineError) -> Bool {
+                            context: CallContext, whoeverMadeIt: Bool = false) throws(EngineError) -> Bool {
         let module = try self.module(name)
         let table = try self.table(of: module, requested: requested)
         let location = try location(of: module, context: context)
         let existed = try withDatabaseIfExists(location) { database throws(EngineError) -> Bool in
             try withWriter(database) { db throws(EngineError) -> Bool in
-                if table.chosenByCaller { try claim(table.name, for: module, on: db) }
+                try migrateTableVersions(in: database, on: db)
+                if !whoeverMadeIt || table.chosenByCaller { try claim(table, for: module, in: location, on: db, adopting: false) }
                 // Before the drop, under the writer: a call that saw the table
                 // ready and reads meanwhile is tried again (`reading`).
                 database.forget(module: module.name, table: table.name)
@@ -109,7 +117,12 @@ extension Engine {
         let location = try location(of: module, context: context)
         let result = try withDatabaseIfExists(location) { database throws(EngineError) -> [String] in
             try withWriter(database) { db throws(EngineError) -> [String] in
-                let matching = try expression.selecting(try tables(of: module, on: db), name: \.table).map(\.table)
+                try migrateTableVersions(in: database, on: db)
+                // Not a table another module's tableName names now: that module's name covers it (and it does not use it).
+                let own = try tables(of: module, on: db).filter { table in
+                    !modules.values.contains { $0.name != module.name && sameTable(table.table, $0.tableName) }
+                }
+                let matching = try expression.selecting(own, name: \.table).map(\.table)
                 for table in matching { database.forget(module: module.name, table: table) }
                 try transaction(db) { () throws(EngineError) in
                     for (index, table) in matching.enumerated() {

@@ -14,6 +14,9 @@ public struct TableEvent: Sendable, Equatable, CustomStringConvertible {
         case tableCreated = "table_created"
         /// The table was dropped (a reset on upgrade, or a delete operation).
         case tableDeleted = "table_deleted"
+        /// The module was refused the table: another module made it in this storage (`error` names which),
+        /// and it keeps its maker, rows and version.
+        case tableOwned = "table_owned"
     }
 
     public var kind: Kind
@@ -64,7 +67,8 @@ extension Engine {
     func readyTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase,
                     on db: Database) throws(EngineError) -> [TableEvent] {
         if database.isReady(module: module.name, table: table.name, version: module.version) { return [] }
-        if table.chosenByCaller { try claim(table.name, for: module, on: db) }
+        try migrateTableVersions(in: database, on: db)
+        try claim(table, for: module, in: database.location, on: db)
         let events = try bringUpToDate(module, table.name, database.location, on: db)
         database.markReady(module: module.name, table: table.name, version: module.version)
         return events
@@ -74,38 +78,77 @@ extension Engine {
         for event in events { observer?.engine(self, didEmit: event) }
     }
 
-    /// Refuses a table the caller named unless it is the module's own in this
-    /// database: recorded as the module's in `TableVersions`, or not there at
-    /// all (the module's first call creates it). A table, view, index or
-    /// trigger of that name that the module did not record is someone else's.
-    func claim(_ table: String, for module: Module, on db: Database) throws(EngineError) {
-        switch try owner(of: table, on: db) {
+    /// Refuses a table that is not the module's own in this database: a
+    /// table belongs to the module that made it, as `TableVersions` records.
+    ///
+    /// A table recorded as another module's is refused whoever names it (the
+    /// module's `tableName`, or a caller through `X-Table-Name`): 409
+    /// `table_owned`, reported as a `table_owned` event. A module added later
+    /// with a `tableName` a template's caller chose first thus never reads the
+    /// planted rows. A name in the schema that no module recorded (an index, a
+    /// reference app's table, a bound file's) is refused to a caller who
+    /// names it; a module whose own `tableName` it is adopts it, and records
+    /// it as its own (unless not `adopting`: a reader's look, or a drop).
+    func claim(_ table: TableChoice, for module: Module, in location: StorageLocation, on db: Database,
+               adopting: Bool = true) throws(EngineError) {
+        switch try owner(of: table.name, on: db) {
         case nil:
             return
         case .module(let owner) where owner == module.name:
             return
         case .module(let owner):
-            throw EngineError(.invalidTable, "table '\(table)' is module \(owner)'s in this storage; module \(module.name) may only use tables of its own")
+            let message = "table '\(table.name)' in this storage was made by module \(owner), and is that module's alone; module \(module.name) does not read or write it"
+            var error = EngineError(.tableOwned, message)
+            error.owner = owner
+            observer?.engine(self, didEmit: TableEvent(kind: .tableOwned, module: module.name, table: table.name,
+                                                       location: location, error: "made by module \(owner)"))
+            throw error
+        case .unrecorded where table.chosenByCaller:
+            throw EngineError(.invalidTable, "'\(table.name)' already names something in this storage that is not module \(module.name)'s table")
         case .unrecorded:
-            throw EngineError(.invalidTable, "'\(table)' already names something in this storage that is not module \(module.name)'s table")
+            guard adopting else { return }
+            try run(tableVersionsSchema, on: db)
+            try run("update TableVersions set module = ? where tableName = ? collate nocase and module is null",
+                    [.string(module.name), .string(table.name)], on: db)
         }
     }
 
     enum TableOwner: Equatable {
         case module(String)
-        /// In the schema, but recorded as no module's.
+        /// In the schema, or in `TableVersions` without a module, but recorded as no module's.
         case unrecorded
     }
 
     /// Who owns a name of the database's schema, nil when nothing has it.
+    /// `TableVersions` must have its `module` column (`migrateTableVersions`).
     func owner(of table: String, on db: Database) throws(EngineError) -> TableOwner? {
         if try tableExists("TableVersions", on: db),
            let module = try queryText("select coalesce(module, '') from TableVersions where tableName = ? collate nocase", [.string(table)], on: db) {
-            return .module(module)
+            return module.isEmpty ? .unrecorded : .module(module)
         }
         let named = try queryText("select name from sqlite_master where name = ? collate nocase", [.string(table)], on: db)
         return named == nil ? nil : .unrecorded
     }
+
+    /// Gives a `TableVersions` without the `module` column (the reference's,
+    /// of a file made elsewhere) that column, its rows naming no module; once
+    /// per open file, on the writer.
+    func migrateTableVersions(in database: OpenDatabase, on db: Database) throws(EngineError) {
+        if database.isReady(Self.tableVersionsMigrated) { return }
+        if try tableExists("TableVersions", on: db),
+           try queryText("select name from pragma_table_info('TableVersions') where name = 'module'", on: db) == nil {
+            try run("alter table TableVersions add column module text", on: db)
+        }
+        database.markReady(Self.tableVersionsMigrated)
+    }
+
+    /// `migrateTableVersions` for a caller without the writer: a read of the owners.
+    func migrateTableVersions(in database: OpenDatabase) throws(EngineError) {
+        if database.isReady(Self.tableVersionsMigrated) { return }
+        try withWriter(database, allOrNothing: true) { db throws(EngineError) in try migrateTableVersions(in: database, on: db) }
+    }
+
+    static let tableVersionsMigrated = "TableVersions.module"
 
     /// Returns the events to report once the writer is released.
     private func bringUpToDate(_ module: Module, _ table: String, _ location: StorageLocation,

@@ -29,6 +29,11 @@ public final class Engine: Sendable {
         public var changeWindow = 256
         /// How long a database's change window is kept once nobody follows it (`ChangeFeed.retention`).
         public var changeRetention = Duration.seconds(300)
+        /// The most bytes the common space's files of every storage hold together (`StorageQuotas`); nil: no cap.
+        /// What one user stores, all their storages together, is capped by `database.maximumDatabaseBytes`.
+        public var maximumCommonBytes: Int?
+        /// The custom storages (`X-Storage`) a user may have files in, the default storage not counted; nil: no bound.
+        public var maximumStoragesPerUser: Int? = 16
 
         public init(dataDirectory: String, database: DatabaseConfiguration = .init(),
                     maximumOpenDatabases: Int = 100_000, maximumOpenDescriptors: Int = 4096,
@@ -61,7 +66,9 @@ public final class Engine: Sendable {
     public convenience init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)? = nil) throws(EngineError) {
         try self.init(modules: modules, configuration: configuration, observer: observer,
                       registry: DatabaseRegistry(root: configuration.dataDirectory, budget: configuration.openFileBudget,
-                                                 configuration: configuration.database, userJournal: configuration.userJournal),
+                                                 configuration: configuration.database, userJournal: configuration.userJournal,
+                                                 maximumCommonBytes: configuration.maximumCommonBytes,
+                                                 maximumStoragesPerUser: configuration.maximumStoragesPerUser),
                       globalArguments: GlobalArguments(),
                       changes: ChangeFeed(window: configuration.changeWindow, retention: configuration.changeRetention))
     }

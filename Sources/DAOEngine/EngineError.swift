@@ -34,8 +34,13 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case storageFailed = "storage_failed"
         /// The server is out of file descriptors for now: the call may succeed later.
         case overloaded = "overloaded"
-        /// The user's database reached the size the operator allows (or the disk is full); nothing was written.
+        /// What a user stores (all their storages together), or the common space, reached the size the
+        /// operator allows (or the disk is full); nothing was written.
         case storageFull = "storage_full"
+        /// The table is another module's in this storage: the module that made it (`owner`) alone uses it.
+        case tableOwned = "table_owned"
+        /// The user has as many custom storages as the operator allows; nothing was created.
+        case tooManyStorages = "too_many_storages"
     }
 
     public var code: Code
@@ -50,6 +55,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var callIndex: Int?
     /// For `unknownMethod`: the methods the module has, in the order it declares them.
     public var methods: [String]?
+    /// For `tableOwned`: the module that made the table.
+    public var owner: String?
 
     public init(_ code: Code, _ message: String, method: String? = nil, line: Int? = nil,
                 sqlite: SQLiteError? = nil, render: RenderError? = nil) {
@@ -93,9 +100,11 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     /// The error of daogate's own SQL on a database (opening it, its
     /// bookkeeping, not a module's statements): the server's `storage_failed`,
     /// but for what passes: no file descriptor left (`overloaded`), a lock
-    /// held past the busy timeout (`busy`).
+    /// held past the busy timeout (`busy`), and a cap reached (`storage_full`:
+    /// the first table of a user's new storage when the user's cap is spent).
     init(storage sqlite: SQLiteError, _ message: String) {
-        let code: Code = if sqlite.isOutOfDescriptors { .overloaded } else if sqlite.isBusy { .busy } else { .storageFailed }
+        let code: Code = if sqlite.isOutOfDescriptors { .overloaded } else if sqlite.isBusy { .busy }
+            else if sqlite.isFull { .storageFull } else { .storageFailed }
         self.init(code, message + (code == .overloaded ? Self.outOfDescriptors : ""), sqlite: sqlite)
     }
 
@@ -105,7 +114,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var isCallersFault: Bool {
         switch code {
         case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
-             .invalidStorage, .constraintViolation, .tooBig, .invalidRegex:
+             .invalidStorage, .constraintViolation, .tooBig, .invalidRegex, .tableOwned, .tooManyStorages:
             true
         case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .overloaded, .storageFull:
             false

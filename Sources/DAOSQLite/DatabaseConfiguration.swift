@@ -50,7 +50,8 @@ public struct DatabaseConfiguration: Sendable {
     public var statementCacheCapacity: Int
     /// The most bytes a database file may hold (SQLite's `max_page_count`, set on the writer connection in
     /// pages of the file's size, at least one); a write beyond it fails with `SQLITE_FULL` and its statement or
-    /// transaction rolls back. nil: no cap. A file already larger keeps its size and cannot grow.
+    /// transaction rolls back. nil: no cap. A file already larger keeps its size and cannot grow. (The engine
+    /// caps what one user stores, their files of every storage together, at it: `SharedSizeCap`.)
     public var maximumDatabaseBytes: Int?
     /// The most page cache each connection keeps, in KiB (`PRAGMA cache_size = -N`):
     /// per-user files are small, and ten thousand open connections with

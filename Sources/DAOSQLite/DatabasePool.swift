@@ -51,6 +51,8 @@ public final class DatabasePool: @unchecked Sendable {
     private let pageCacheBytes = Atomic<Int>(0)
     /// Serializes `close()`; true once done.
     private let closed = Mutex(false)
+    /// The cap this file shares with others (one user's files), nil when only `maximumDatabaseBytes` caps it.
+    public let share: SizeShare?
 
     private struct ReaderState {
         /// Open readers nobody is using, the most recently returned last.
@@ -66,7 +68,9 @@ public final class DatabasePool: @unchecked Sendable {
     /// busy timeout, and `foreign_keys = ON`. In WAL readers are opened on
     /// demand, read-only, up to `maximumReaders`; with a rollback journal
     /// none is (reads wait for the writer).
-    public init(path: String, configuration: DatabaseConfiguration = .init()) throws(SQLiteError) {
+    ///
+    /// With `share`, each write's `max_page_count` is what the shared cap leaves this file (`SharedSizeCap`).
+    public init(path: String, configuration: DatabaseConfiguration = .init(), share: SizeShare? = nil) throws(SQLiteError) {
         guard configuration.maximumReaders >= 1 else {
             throw .misuse("maximumReaders must be at least 1, not \(configuration.maximumReaders)")
         }
@@ -79,6 +83,7 @@ public final class DatabasePool: @unchecked Sendable {
         self.configuration = configuration
         self.writer = Mutex(PooledConnection(database: database))
         self.readerPermits = DispatchSemaphore(value: configuration.maximumReaders)
+        self.share = share
     }
 
     deinit {
@@ -153,8 +158,21 @@ public final class DatabasePool: @unchecked Sendable {
                 return
             }
             writerThread.store(thread, ordering: .releasing)
-            do { try body(writer.database) } catch { failure = error }
-            writer.database.endUse()
+            if let share {
+                share.cap.whileWriting(share.member) { allowance in
+                    do {
+                        try writer.limit(to: allowance)
+                        try body(writer.database)
+                    } catch {
+                        failure = error
+                    }
+                    writer.database.endUse()
+                    return try? writer.database.storedBytes()
+                }
+            } else {
+                do { try body(writer.database) } catch { failure = error }
+                writer.database.endUse()
+            }
             // A rollback journal has no WAL hook: what the body committed is reported now.
             writer.database.publishCommittedChanges()
             writer.measureCache(into: pageCacheBytes)
@@ -386,6 +404,9 @@ private final class PooledConnection: @unchecked Sendable {
 
     /// Its page cache's bytes when last measured, counted in the pool's total.
     var cacheBytes = 0
+    /// A writer's `max_page_count` as last set for a shared cap, and its page size.
+    private var limitPages: Int?
+    private var pageSize: Int?
 
     init(database: Database) {
         self.database = database
@@ -397,6 +418,21 @@ private final class PooledConnection: @unchecked Sendable {
         guard now != cacheBytes else { return }
         total.add(now - cacheBytes, ordering: .relaxed)
         cacheBytes = now
+    }
+
+    /// Sets the writer's `max_page_count` to the pages that fit in `bytes`, unless it is so already.
+    func limit(to bytes: Int) throws(SQLiteError) {
+        let size: Int
+        if let pageSize {
+            size = pageSize
+        } else {
+            size = try database.pageSize()
+            pageSize = size
+        }
+        let pages = max(1, bytes / size)
+        guard pages != limitPages else { return }
+        // A file larger than its share keeps its size for now: set again at each write, as it may shrink.
+        limitPages = try database.limitPages(to: pages) == pages ? pages : nil
     }
 
     func close(counting total: borrowing Atomic<Int>) {

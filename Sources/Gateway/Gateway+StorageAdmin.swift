@@ -10,7 +10,7 @@ import HTTPTransport
 /// | `POST /storage/purge` | remove purgeable KV entries and expired cache entries; say what was freed |
 /// | `POST /storage/reset` | remove a storage's databases and memory caches |
 /// | `GET /storages` | the custom storages that have files (admin) |
-/// | `GET /storage/usage` | users' databases and their bytes on disk, largest first, and the cap (admin) |
+/// | `GET /storage/usage` | users' databases and their bytes on disk, largest first, and the limits (admin) |
 ///
 /// Purge and reset work on the storage `X-Storage` names (the default one
 /// without it): with `X-User-Id` on that user's database only, which the
@@ -53,9 +53,12 @@ extension Gateway {
             total += bytes
             databases.append(["user": .string(user.rawValue), "storage": storage.map(Value.string) ?? .null, "bytes": .integer(bytes)])
         }
-        let cap = engine.configuration.database.maximumDatabaseBytes
-        return json(["maximumDatabaseBytes": cap.map { .integer(Int64($0)) } ?? .null, "totalBytes": .integer(total),
-                     "databases": .array(databases)])
+        let limits = engine.configuration
+        func number(_ limit: Int?) -> Value { limit.map { .integer(Int64($0)) } ?? .null }
+        return json(["maximumDatabaseBytes": number(limits.database.maximumDatabaseBytes),
+                     "maximumCommonBytes": number(limits.maximumCommonBytes),
+                     "maximumStoragesPerUser": number(limits.maximumStoragesPerUser),
+                     "totalBytes": .integer(total), "databases": .array(databases)])
     }
 
     /// `GET /storages`.

@@ -48,7 +48,7 @@ public struct Problem: Error, Sendable {
         switch code {
         case .unknownModule, .unknownMethod: 404
         case .invalidArguments, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
-        case .constraintViolation: 409
+        case .constraintViolation, .tableOwned, .tooManyStorages: 409
         case .tooBig: 413
         case .busy, .overloaded: 503
         case .storageFull: 507
@@ -65,6 +65,7 @@ public struct Problem: Error, Sendable {
             self.init(Self.status(of: error.code), error.code.rawValue, error.message)
             if let method = error.method { extensions["method"] = .string(method) }
             if let methods = error.methods { extensions["methods"] = .array(methods.map(Value.string)) }
+            if let owner = error.owner { extensions["owner"] = .string(owner) }
             // Out of descriptors is a moment's trouble: a client may retry, not at once.
             if error.code == .overloaded { headers.append(("Retry-After", "1")) }
         }

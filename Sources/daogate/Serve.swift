@@ -123,8 +123,14 @@ struct Serve: ParsableCommand {
     @Option(help: "The PEM private key of --tls-cert (DAOGATE_TLS_KEY). SIGHUP reloads it.")
     var tlsKey: String?
 
-    @Option(help: "The most bytes one user's database file may hold (SQLite's max_page_count); a write beyond it is refused with 507 storage_full (DAOGATE_MAX_DATABASE_SIZE; default: no cap).")
+    @Option(help: "The most bytes one user may store, their databases of every storage (X-Storage) together; a write beyond it is refused with 507 storage_full (DAOGATE_MAX_DATABASE_SIZE; default: no cap).")
     var maxDatabaseSize: Int?
+
+    @Option(help: "The most bytes the common space's databases of every storage may hold together; a write beyond it is refused with 507 storage_full (DAOGATE_MAX_COMMON_SIZE; default: --max-database-size).")
+    var maxCommonSize: Int?
+
+    @Option(help: "The custom storages (X-Storage) one user may have data in, the default storage not counted; one more is refused with 409 too_many_storages (DAOGATE_MAX_STORAGES_PER_USER; default 16).")
+    var maxStoragesPerUser: Int?
 
     @Option(help: "Serve GET /metrics on this HOST:PORT of its own, plain HTTP without a token, and not on the API's port (DAOGATE_METRICS_LISTEN; default: on the API's port, to the admin token only).")
     var metricsListen: String?
@@ -186,6 +192,8 @@ struct Serve: ParsableCommand {
             maximumOpenDatabases: settings.maximumOpenDatabases, maximumOpenDescriptors: settings.maximumOpenDescriptors,
             maximumOpenBytes: settings.maximumOpenBytes, cipher: cipher)
         engineConfiguration.userJournal = settings.userJournal
+        engineConfiguration.maximumCommonBytes = settings.maximumCommonBytes
+        engineConfiguration.maximumStoragesPerUser = settings.maximumStoragesPerUser
         engineConfiguration.changeWindow = changeFeed.window
         let httpConfiguration = HTTPServerConfiguration(
             host: settings.host, port: settings.port, threads: settings.threads,
@@ -352,6 +360,8 @@ struct Settings {
     var accessLog: Bool
     var tls: TLSConfiguration?
     var maximumDatabaseBytes: Int?
+    var maximumCommonBytes: Int?
+    var maximumStoragesPerUser: Int
     var metricsListen: (host: String, port: UInt16)?
     /// `--shard` and `--shard-map`, both or neither.
     var shardName: String?
@@ -430,6 +440,12 @@ struct Settings {
             // 64 KiB: the pages a fresh database with the KV and cache tables needs, with room to spare.
             maximumDatabaseBytes = try number(options.maxDatabaseSize, "DAOGATE_MAX_DATABASE_SIZE", 0, (64 * 1024)...(1 << 50))
         }
+        maximumCommonBytes = maximumDatabaseBytes
+        if options.maxCommonSize != nil || !(environment["DAOGATE_MAX_COMMON_SIZE"] ?? "").isEmpty {
+            maximumCommonBytes = try number(options.maxCommonSize, "DAOGATE_MAX_COMMON_SIZE", 0, (64 * 1024)...(1 << 50))
+        }
+        maximumStoragesPerUser = try number(options.maxStoragesPerUser, "DAOGATE_MAX_STORAGES_PER_USER",
+                                            Engine.Configuration(dataDirectory: "").maximumStoragesPerUser ?? 16, 1...100_000)
         if let listen = value(options.metricsListen, "DAOGATE_METRICS_LISTEN") {
             guard let address = Self.hostAndPort(listen) else {
                 throw ValidationError("the metrics address must be HOST:PORT ([::1]:9100 for IPv6), not \(listen)")

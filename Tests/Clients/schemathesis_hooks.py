@@ -27,6 +27,12 @@ RULES = {
     # storage) is refused: which ones depends on the modules and the storage.
     "invalid_table": ("is an SQL keyword", "is a template (no tableName", "may only use tables of its own",
                       "is not module", "always uses its table", "names no table"),
+    # A table another module made in the caller's storage is that module's (409): which names are taken
+    # depends on what earlier requests made there.
+    "table_owned": None,
+    # A user has data in at most --max-storages-per-user custom storages (409): generated X-Storage names
+    # take them up.
+    "too_many_storages": None,
     # Raw text (@{x no ""}) is held to the raw-text rule, and SQLite alone
     # knows which names exist; such arguments carry x-daogate-raw-text.
     "unsafe_inline": None,
@@ -56,7 +62,7 @@ RULES = {
 # one exists, and what arguments it takes, depends on those names.
 TRANSACTION_CODES = {"unknown_module", "unknown_method", "missing_argument", "unknown_argument",
                      "wrong_type", "invalid_arguments", "invalid_table", "user_required",
-                     "unsafe_inline", "constraint_violation"}
+                     "unsafe_inline", "constraint_violation", "table_owned", "too_many_storages"}
 
 
 def problem(response):

@@ -198,13 +198,15 @@ import Testing
             """, cipher: Cipher(key: key))
         try other.write("Other", "add", #"[{"unrelated": "x"}]"#)
         other.shutdown()
+        // The module, changed: it reads the column as another class's crypt property (its table is its own:
+        // a module of another name would be refused it, table_owned).
         let reader = try fixture.engine("""
-            <module name="Reader" tableName="cr" version="1.0">
+            <module name="Other" tableName="cr" version="1.0">
               <crypt class="Secret" property="s"/>
               <select id="typed" result="[Secret]">select id, s from ${T}</select>
             </module>
             """, cipher: Cipher(key: key))
-        let error = reader.failure("Reader", "typed")
+        let error = reader.failure("Other", "typed")
         #expect(error?.code == .encryption)
         #expect(error?.message.contains("cannot decrypt Secret.s") == true)
     }

@@ -60,14 +60,21 @@ import Testing
         #expect(events[member: "counts"]?[member: "should_upgrade"] == 1)
         #expect(events[member: "reloads"]?.arrayValue?.first?[member: "outcome"] == "applied")
         #expect(events[member: "reloads"]?.arrayValue?.first?[member: "reason"] == "POST /admin/reload")
-        // A module removed from the folder is gone: its calls are 404s.
+        // A module removed from the folder is gone: its calls are 404s. Its table stays its own: a module of
+        // another name with the same tableName (a rename) is refused it, 409 table_owned.
         try FileManager.default.removeItem(at: folder.appendingPathComponent("Notes.xml"))
-        try write(Self.notes(version: "1.0").replacingOccurrences(of: "Notes", with: "Other"), file: "Other.xml")
+        try write(Self.notes(version: "1.0").replacingOccurrences(of: "Notes", with: "Other")
+            .replacingOccurrences(of: #"tableName="notes""#, with: #"tableName="other_notes""#), file: "Other.xml")
+        try write(Self.notes(version: "1.0").replacingOccurrences(of: "Notes", with: "Renamed"), file: "Renamed.xml")
         let swapped = reload()
-        #expect(swapped.json[member: "added"] == ["Other"])
+        #expect(swapped.json[member: "added"] == ["Other", "Renamed"], "\(swapped.text)")
         #expect(swapped.json[member: "removed"] == ["Notes"])
         #expect(fixture.post("/dao/Notes/count").code == "unknown_module")
         #expect(fixture.post("/dao/Other/count").status == 200)
+        let renamed = fixture.post("/dao/Renamed/count")
+        #expect(renamed.status == 409)
+        #expect(renamed.code == "table_owned")
+        #expect(renamed.json[member: "owner"] == "Notes")
     }
 
     @Test func aBrokenSetIsRefusedAndTheOldOneStays() throws {

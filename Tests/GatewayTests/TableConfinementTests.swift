@@ -78,13 +78,15 @@ import Testing
         expectUntouched()
     }
 
+    /// Two templates, one table name: the table is the one that made it, the other gets 409 `table_owned`.
     @Test(arguments: Route.allCases, ["chat_1", "CHAT_1"])
     func aTableTheStorageRecordsAsAnotherModulesIsRefused(route: Route, table: String) {
         seed()
         let reply = route.send(fixture, module: "Drafts", table: table)
-        #expect(reply.status == 400, "\(reply.text)")
-        #expect(reply.code == "invalid_table")
-        #expect(reply.json[member: "detail"]?.stringValue?.contains("is module ChatMessages's in this storage") == true)
+        #expect(reply.status == 409, "\(reply.text)")
+        #expect(reply.code == "table_owned")
+        #expect(reply.json[member: "owner"] == .string("ChatMessages"))
+        #expect(reply.json[member: "detail"]?.stringValue?.contains("was made by module ChatMessages") == true)
         expectUntouched()
     }
 
@@ -128,7 +130,7 @@ import Testing
         #expect(fixture.send("DELETE", "/modules/ChatMessages/table", headers: [(Gateway.userHeader, "ann"), (Gateway.tableHeader, "Chat_1")])
             .json[member: "deleted"] == .bool(true))
         #expect(fixture.post("/dao/Drafts/count", nil, user: "ann", table: "chat_1").json[member: "result"] == .integer(0))
-        #expect(fixture.post("/dao/ChatMessages/latest", "[10]", user: "ann", table: "chat_1").code == "invalid_table")
+        #expect(fixture.post("/dao/ChatMessages/latest", "[10]", user: "ann", table: "chat_1").code == "table_owned")
     }
 
     /// Each user's storage has its own tables: chat_1 is ChatMessages' in
@@ -136,7 +138,7 @@ import Testing
     @Test func ownershipIsPerStorage() {
         seed()
         #expect(fixture.post("/dao/Drafts/count", nil, user: "bob", table: "chat_1").status == 200)
-        #expect(fixture.post("/dao/Drafts/count", nil, user: "ann", table: "chat_1").code == "invalid_table")
+        #expect(fixture.post("/dao/Drafts/count", nil, user: "ann", table: "chat_1").code == "table_owned")
     }
 
     /// A call that overlaps `DELETE /modules/{m}/table` runs before the drop

@@ -68,11 +68,19 @@ import Testing
         #expect(try count() == before)
         let other = try server.curl("/dao/Notes/add", method: "POST", body: #"["\#(chunk)"]"#, headers: ["X-User-Id: other"])
         #expect(other.status == 200, "\(other.body)")
-        // The common database has no cap: more than the cap goes in.
+        // The common space has a cap of its own, by default as large (--max-common-size): what the users
+        // stored does not count against it, and beyond it is 507 too.
+        var commonRefusal: LiveServer.Reply?
         for index in 0..<(2 * Self.cap / chunk.count) {
             let put = try server.curl("/kv/common/biz/k\(index)", method: "PUT", body: #"{"value": "\#(chunk)", "type": "string"}"#)
-            #expect(put.status == 200, "\(put.body)")
+            if put.status != 200 {
+                #expect(index >= Self.cap / 2 / chunk.count, "\(put.body)")
+                commonRefusal = put
+                break
+            }
         }
+        #expect(commonRefusal?.status == 507)
+        #expect(commonRefusal?.code == "storage_full")
 
         // Operators see each user's usage; callers do not.
         #expect(try server.curl("/storage/usage").status == 401)

@@ -78,10 +78,10 @@ final class LiveServer: @unchecked Sendable {
     }
 
     /// Stops this server and starts another on the same data and key.
-    func restarted(arguments: [String] = []) throws -> LiveServer {
+    func restarted(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules") throws -> LiveServer {
         #expect(stop() == 0)
         ownsFolder = false
-        return try LiveServer(arguments: arguments, folder: folder)
+        return try LiveServer(arguments: arguments, environment: environment, modules: modules, folder: folder)
     }
 
     /// Runs `daogate serve` with `arguments` to its exit (a server expected to refuse to start), with the

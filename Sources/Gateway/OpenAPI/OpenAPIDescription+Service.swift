@@ -35,7 +35,7 @@ extension OpenAPIDescription {
                 content: [.json: .init(OpenAPI.Content(schema: .object(properties: ["calls": .array(items: call)], additionalProperties: .init(false))))],
                 required: true),
             responses: responses(.object(properties: ["results": .array(items: .reference(.component(named: "CallResult")))], additionalProperties: .init(false)),
-                                 errors: [400, 404, 409, 413, 415, 500, 503]))
+                                 errors: [400, 404, 409, 413, 415, 500, 503, 507]))
         return one(template, OpenAPI.PathItem(post: operation))
     }
 
@@ -106,7 +106,7 @@ extension OpenAPIDescription {
                              "storedVersion": .string(required: false, nullable: true),
                              "tables": .array(required: false, items: tableVersion),
                              "methods": .array(items: methodSchema)],
-                additionalProperties: .init(false)), errors: [400, 404, 500, 503])))
+                additionalProperties: .init(false)), errors: [400, 404, 409, 500, 503])))
         )
     }
 
@@ -133,10 +133,10 @@ extension OpenAPIDescription {
         let adminOrOwner = Self.adminOrOwner
         return one(template, OpenAPI.PathItem(parameters: [.init(module)], delete: OpenAPI.Operation(
             tags: ["daogate"], summary: "Delete the module's table",
-            description: "Drops the table (APDAOProtocol's deleteTable); the module's next call creates it again. \(adminOrOwner)",
+            description: "Drops the table (APDAOProtocol's deleteTable); the module's next call creates it again. A table another module made in this storage is refused (409 table_owned), but to the admin, who may drop the module's own tableName whoever made it. \(adminOrOwner)",
             operationId: "deleteTable", parameters: [.init(user), .init(table), storage],
             responses: responses(.object(properties: ["deleted": .boolean, "table": .string], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 500, 503]),
+                                 errors: [400, 401, 403, 404, 409, 500, 503]),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }
@@ -149,7 +149,7 @@ extension OpenAPIDescription {
         let adminOrOwner = Self.adminOrOwner
         return one(template, OpenAPI.PathItem(parameters: [.init(module)], post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Delete the module's tables matching a pattern",
-            description: "Drops the tables the module created whose whole name matches a regular expression (deleteTablesWithRegex; RE2 syntax, the Perl/ICU syntax less back-references, lookaround, atomic groups and possessive quantifiers; matched in linear time), optionally followed by VACUUM. \(adminOrOwner)",
+            description: "Drops the tables the module created (but those another module's tableName names) whose whole name matches a regular expression (deleteTablesWithRegex; RE2 syntax, the Perl/ICU syntax less back-references, lookaround, atomic groups and possessive quantifiers; matched in linear time), optionally followed by VACUUM. \(adminOrOwner)",
             operationId: "deleteTables", parameters: [.init(user), storage],
             requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .object(
                 properties: ["pattern": .string(maxLength: CallerRegex.maximumPatternLength), "vacuum": .boolean(required: false, nullable: true)],
@@ -221,7 +221,7 @@ extension OpenAPIDescription {
             additionalProperties: .init(false))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Table events",
-            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage. Also the latest module reloads (POST /admin/reload, SIGHUP), newest first; their problems and warnings for the admin only.",
+            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted, table_owned: a module refused a table another module made) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage. Also the latest module reloads (POST /admin/reload, SIGHUP), newest first; their problems and warnings for the admin only.",
             operationId: "events",
             parameters: [.parameter(OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
                                                              description: "The caller's user: their own storage's events are shown too."))],

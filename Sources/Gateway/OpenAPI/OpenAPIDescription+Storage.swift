@@ -152,7 +152,7 @@ extension OpenAPIDescription {
                     description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
                     operationId: "kvPut\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("KVPut")))], required: true),
-                    responses: responses(entry, errors: [400, 413, 415, 500, 503])),
+                    responses: responses(entry, errors: [400, 409, 413, 415, 500, 503, 507])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
                     responses: responses(Self.body("Deleted"), errors: [400, 500, 503])))
@@ -369,9 +369,11 @@ extension OpenAPIDescription {
         ], additionalProperties: .init(false))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["storage"], summary: "Users' databases and their size",
-            description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the size cap (`--max-database-size`; null without one).",
+            description: "Every user database of every storage (with X-User-Id, that user's only), largest first, with its bytes on disk (file and write-ahead log), and the limits: the cap on what one user stores, all storages together (`--max-database-size`; null without one), on the common space's databases together (`--max-common-size`), and the custom storages a user may have (`--max-storages-per-user`).",
             operationId: "storageUsage", parameters: [owner],
             responses: responses(.object(properties: ["maximumDatabaseBytes": .integer(format: .int64, required: false, nullable: true),
+                                                      "maximumCommonBytes": .integer(format: .int64, required: false, nullable: true),
+                                                      "maximumStoragesPerUser": .integer(format: .int64, required: false, nullable: true),
                                                       "totalBytes": .integer(format: .int64), "databases": .array(items: usage)],
                                          additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []]])))

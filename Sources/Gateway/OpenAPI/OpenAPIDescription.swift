@@ -179,7 +179,7 @@ public struct OpenAPIDescription {
             operationId: "\(module.name)_\(method.name)",
             parameters: parameters + [.reference(.component(named: "Int64Format"))],
             requestBody: requestBody,
-            responses: responses(success, errors: [400, 409, 413, 415, 500, 503] + (adminOnly ? [401, 403] : [])),
+            responses: responses(success, errors: [400, 409, 413, 415, 500, 503, 507] + (adminOnly ? [401, 403] : [])),
             security: adminOnly ? [[.component(named: "admin"): []]] : nil)
     }
 
@@ -350,7 +350,7 @@ public struct OpenAPIDescription {
         (403, "The operation needs the admin token, and none is configured."),
         (404, "No such module, method or route."),
         (405, "The route takes other methods."),
-        (409, "A constraint of the database refused the change."),
+        (409, "A constraint of the database refused the change (constraint_violation); the table is another module's in this storage (table_owned, with `owner`, the module that made it); or the user has data in as many storages as the server allows (too_many_storages)."),
         (413, "The body, or a value in it, is too large."),
         (415, "The body is not application/json."),
         (421, "Another shard owns this user's bucket, or the common space (misdirected_request); nothing was read or created."),
@@ -358,7 +358,7 @@ public struct OpenAPIDescription {
         (500, "The module or its data failed the call; nothing was changed."),
         (502, "A shard this operation needed did not answer as it should (move_failed)."),
         (503, "The database is busy, the server is stopping, or this user's bucket is moving between shards (bucket_moving, with Retry-After)."),
-        (507, "The memory the caches may use is spent (memory_full), or the database reached the size the operator allows (storage_full)."),
+        (507, "The memory the caches may use is spent (memory_full), or what the user stores (all storages together), or the common space, reached the size the operator allows (storage_full)."),
     ]
 
     mutating func addCommonComponents() {
@@ -369,7 +369,7 @@ public struct OpenAPIDescription {
                 "status": .integer(format: .int32),
                 "code": .string(description: "Stable and machine-readable; see the README's error codes."),
                 "detail": .string(description: "One sentence saying what is wrong and, where the caller can, how to fix it."),
-                "method": .string(required: false), "argument": .string(required: false),
+                "method": .string(required: false), "argument": .string(required: false), "owner": .string(required: false),
                 "methods": .array(required: false, description: "With unknown_method: the module's methods.", items: .string),
                 "line": .integer(format: .int64, required: false), "call": .integer(format: .int64, required: false),
             ],

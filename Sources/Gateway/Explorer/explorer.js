@@ -171,7 +171,9 @@ function select(op) {
     if (Object.keys(properties).length) {
       table.append(element("tr", {}, element("th", { text: "argument" }), element("th", { text: "type" }),
         element("th", { text: "" })));
-      for (const [name, schema] of Object.entries(properties)) {
+      const names = Object.keys(properties);
+      for (const name of names.filter((n) => required.includes(n)).concat(names.filter((n) => !required.includes(n)))) {
+        const schema = properties[name];
         table.append(element("tr", {}, element("td", {}, element("code", { text: name })),
           element("td", { text: typeOf(schema) }),
           element("td", { class: "muted", text: required.includes(name) ? "required" : "may be null or left out" })));

@@ -9,7 +9,10 @@ user-id, arguments, send, response), against real `daogate serve`s on loopback p
    arguments that are not JSON are refused on the page and nothing is sent;
 4. in jwt mode the page loads without a token, a call without one shows the 401, and with one it succeeds;
 5. behind HAProxy, in front of two shards (`daogate haproxy-config`), the page (served by the common shard)
-   sends each user's call to that user's shard: no 421, and each shard holds its own user's row.
+   sends each user's call to that user's shard: no 421, and each shard holds its own user's row;
+6. CORS as Chromium enforces it: a page of a listed origin (`--cors-origin`) calls daogate with a user id and
+   a JSON body (a preflighted request) and reads the answer and a problem; a page of an origin not listed
+   cannot, and its call never reaches the storage.
 
 Run by Tests/Browser/run. Prints what it checked; exits 1 at the first failure.
 """
@@ -24,6 +27,8 @@ import tempfile
 import time
 import urllib.request
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import threading
 from pathlib import Path
 
 from selenium import webdriver
@@ -281,6 +286,56 @@ def behind_haproxy(driver):
         haproxy.wait(timeout=10)
 
 
+class AppPage(BaseHTTPRequestHandler):
+    """A page of another origin: a web app that calls daogate from the browser."""
+
+    def do_GET(self):
+        body = b"<!DOCTYPE html><title>an app</title><p>an app"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *arguments):
+        pass
+
+
+CALL_FROM_PAGE = """
+const [url, user, body, done] = arguments;
+fetch(url, {method: "POST", headers: {"Content-Type": "application/json", "X-User-Id": user}, body})
+  .then(async (response) => done({status: response.status, body: await response.text()}))
+  .catch((error) => done({error: String(error)}));
+"""
+
+
+def cors_in_the_browser(driver):
+    print("== CORS in the browser")
+    apps = [ThreadingHTTPServer(("127.0.0.1", 0), AppPage) for _ in range(2)]
+    for app in apps:
+        threading.Thread(target=app.serve_forever, daemon=True).start()
+    listed, unlisted = (f"http://127.0.0.1:{app.server_address[1]}" for app in apps)
+    server = Server("cors", "--cors-origin", listed)
+    try:
+        driver.get(listed + "/")
+        message = json.dumps({"model": {"time": 2, "content": "from another origin", "uin": 3, "read": False}})
+        answer = driver.execute_async_script(CALL_FROM_PAGE, server.base + "/dao/Messages/insertMessage", "carol", message)
+        check(answer.get("status") == 200 and json.loads(answer["body"])["changes"] == 1,
+              f"a page of {listed} (listed) calls daogate with X-User-Id and JSON and reads the answer {answer}")
+        answer = driver.execute_async_script(CALL_FROM_PAGE, server.base + "/dao/Books/addBook", "carol", "{}")
+        check(answer.get("status") == 400 and json.loads(answer["body"])["code"] == "missing_argument",
+              "and reads a problem's code")
+        driver.get(unlisted + "/")
+        message = json.dumps({"model": {"time": 3, "content": "from an origin not listed", "uin": 3, "read": False}})
+        answer = driver.execute_async_script(CALL_FROM_PAGE, server.base + "/dao/Messages/insertMessage", "dave", message)
+        check("error" in answer, f"a page of {unlisted} (not listed) cannot: {answer}")
+        status, read = server.call("/dao/Messages/messagesOf", {"uin": 3}, {"X-User-Id": "dave"})
+        check(status == 200 and read["result"] == [], "and its call never reached dave's storage (the preflight stopped it)")
+    finally:
+        for app in apps:
+            app.shutdown()
+
+
 def main():
     driver = browser()
     try:
@@ -289,6 +344,7 @@ def main():
         trusted_header_mode(driver)
         jwt_mode(driver)
         behind_haproxy(driver)
+        cors_in_the_browser(driver)
     except AssertionError as failure:
         print(f"FAILED: {failure}")
         return 1

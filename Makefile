@@ -31,14 +31,17 @@ release: deps
 # Swift's tests (the documentation's examples among them), then the OpenAPI
 # description proved with real clients (Tests/Clients/run: its tools come from
 # PyPI into .venv), shards behind HAProxy (Tests/Shards/run: HAProxy and
-# python3-yaml from Debian), and the documentation site (Tests/Docs/run:
-# mkdocs build --strict, mkdocs from PyPI into .venv).
+# python3-yaml from Debian), the documentation site (Tests/Docs/run: mkdocs
+# build --strict, mkdocs from PyPI into .venv), and the API explorer in a real
+# browser (Tests/Browser/run: chromium and chromium-driver from Debian,
+# Selenium from PyPI into .venv).
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	Tests/Clients/run
 	Tests/Shards/run
 	Tests/Docs/run
+	Tests/Browser/run
 
 # The embedded default: ./modules, data in ./data, on 127.0.0.1:8080. The
 # example modules encrypt a property, so a local key is made on first run.

@@ -75,6 +75,14 @@ let package = Package(
                 "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
+            ],
+            exclude: ["Explorer/README.md"],
+            // The API explorer's files, compiled into the binary as byte arrays (`PackageResources`): no
+            // resource bundle to ship beside it, so a binary copied alone into an image serves the page.
+            resources: [
+                .embedInCode("Explorer/explorer.html"),
+                .embedInCode("Explorer/explorer.js"),
+                .embedInCode("Explorer/explorer.css"),
             ]
         ),
         // The thin executable.

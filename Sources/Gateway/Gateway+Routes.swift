@@ -3,7 +3,8 @@ import HTTPTransport
 /// The routes of the API, declared once: the router matches a request against this table, checks each path
 /// parameter once (`RouteParameters`), answers 405 with `Allow` from the methods declared here, and calls the
 /// handler; the OpenAPI document's paths are built from the same entries (`OpenAPIDescription.document`), so a
-/// route cannot be served undescribed nor described and not served (`RouteTableTests` holds them equal).
+/// route cannot be served undescribed nor described and not served (`RouteTableTests` holds them equal). The
+/// one exception is declared as such: the explorer's pages (`Route(explorer:)`) are for people, not API.
 ///
 /// How a request is answered: its path is split on the raw `/` and each segment decoded by itself, so an
 /// encoded `/` (`%2F`) stays inside its segment and an encoded NUL cannot end the path early (a segment that
@@ -103,6 +104,16 @@ extension Gateway {
             .get(head: false) { try $0.changesRoute($1.request) },
         Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })
             .get { try $0.metrics($1) },
+
+        // The API explorer, a page for people (Gateway+Explorer.swift): not API, so not in the document.
+        Route(explorer: "/")
+            .get { gateway, _ in gateway.explorerRedirect() },
+        Route(explorer: "/docs")
+            .get { gateway, _ in gateway.explorerFile(.page) },
+        Route(explorer: "/docs/explorer.js")
+            .get { gateway, _ in gateway.explorerFile(.script) },
+        Route(explorer: "/docs/explorer.css")
+            .get { gateway, _ in gateway.explorerFile(.style) },
 
         // A shard's admin operations (`serve --shard`; elsewhere 404 not_a_shard).
         Route("/shard", describedBy: { $0.shardPaths($1) })

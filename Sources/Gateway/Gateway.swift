@@ -30,6 +30,8 @@ public struct GatewayConfiguration: Sendable {
     public var changeStreams = ChangeStreamLimits()
     /// The folder of module files that a reload (`POST /admin/reload`, SIGHUP) reads; nil: no reload.
     public var modulesDirectory: String?
+    /// Whether the API explorer is served (`GET /docs`, and `/` redirecting there); `--docs off` turns it off.
+    public var explorer = true
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
                 maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
@@ -171,6 +173,9 @@ public final class Gateway: HTTPResponder {
     /// unless the route is public; the method (405 with `Allow`); then the route's handler.
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
         let (route, parameters) = try Self.router.match(request)
+        if route.isExplorer, !configuration.explorer {
+            throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)): this server's API explorer is off (--docs off); see GET /openapi.json")
+        }
         // In jwt mode, no route reaching storage reads anything before the token is checked.
         if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(request) }
         return try route.answer(self, RouteCall(request: request, encoding: encoding, parameters: parameters))

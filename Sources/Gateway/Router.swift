@@ -25,22 +25,40 @@ public struct Route: Sendable {
     public let template: RouteTemplate
     /// Answered without a token in jwt mode: the route reaches no storage.
     public let isPublic: Bool
+    /// A page of the API explorer (`GET /docs`, its script and style, the redirect of `/`): public, not in the
+    /// OpenAPI document (it is a page for people, not API), and a 404 on a server started with `--docs off`.
+    public let isExplorer: Bool
     let endpoints: [Endpoint]
-    let describe: Describer
+    /// Nil for the explorer's pages, which the document leaves out.
+    let describe: Describer?
 
     init(_ template: RouteTemplate, public isPublic: Bool = false, describedBy describe: @escaping Describer) {
         self.template = template
         self.isPublic = isPublic
+        self.isExplorer = false
         self.endpoints = []
         self.describe = describe
+    }
+
+    /// A page of the API explorer (`isExplorer`).
+    init(explorer template: RouteTemplate) {
+        self.template = template
+        self.isPublic = true
+        self.isExplorer = true
+        self.endpoints = []
+        self.describe = nil
     }
 
     private init(_ route: Route, adding endpoint: Endpoint) {
         template = route.template
         isPublic = route.isPublic
+        isExplorer = route.isExplorer
         endpoints = route.endpoints + [endpoint]
         describe = route.describe
     }
+
+    /// Whether the OpenAPI document describes the route (every route but the explorer's pages).
+    public var isDescribed: Bool { describe != nil }
 
     /// The methods the route takes, in the order `Allow` lists them.
     public var methods: [String] { endpoints.flatMap(\.methods) }
@@ -143,6 +161,7 @@ public enum PathParameter: String, CaseIterable, Sendable {
 }
 
 /// A route's path: literal segments and `{parameter}`s; a `{key}` is the last and takes the rest of the path.
+/// The root, `/`, is one empty literal segment, as the router splits the path `/`.
 public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
     public enum Segment: Sendable, Equatable {
         case literal(String)
@@ -154,6 +173,10 @@ public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringC
 
     public init(stringLiteral path: String) {
         description = path
+        guard path != "/" else {
+            segments = [.literal("")]
+            return
+        }
         segments = path.split(separator: "/").map { part in
             guard part.hasPrefix("{"), part.hasSuffix("}") else { return .literal(String(part)) }
             guard let parameter = PathParameter(rawValue: String(part.dropFirst().dropLast())) else {

@@ -147,6 +147,12 @@ struct Serve: ParsableCommand {
     @Option(help: "One log line per request: on or off (DAOGATE_ACCESS_LOG; default on).")
     var accessLog: String?
 
+    @Option(help: "The API explorer at GET /docs (and / redirecting there): on or off (DAOGATE_DOCS; default on).")
+    var docs: String?
+
+    @Option(help: ArgumentHelp("A browser origin (scheme://host[:port]) whose pages may call the API: CORS preflights are answered and answers carry Access-Control-Allow-Origin; repeat for several (DAOGATE_CORS_ORIGIN, comma-separated; default none: no CORS header).", valueName: "origin"))
+    var corsOrigin: [String] = []
+
     @OptionGroup(title: "Change feed (GET /changes)")
     var changes: ChangeFeedOptions
 
@@ -247,13 +253,17 @@ struct Serve: ParsableCommand {
                                                         shard: try settings.shard(),
                                                         modulesDirectory: settings.modules)
         gatewayConfiguration.changeStreams = changeFeed.limits
+        gatewayConfiguration.explorer = settings.explorer
         let gateway = try Gateway(engine: engine, events: events, configuration: gatewayConfiguration)
+        // CORS is a layer around the gateway, present only when origins are listed.
+        let responder: any HTTPResponder = settings.corsOrigins.isEmpty
+            ? gateway : CORSResponder(wrapping: gateway, policy: Gateway.corsPolicy(origins: Set(settings.corsOrigins)))
         // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
         let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
         accessLogWriter?.start()
         let server = HTTPServer(
             configuration: httpConfiguration,
-            responder: gateway,
+            responder: responder,
             accessLog: accessLogWriter.map { writer in
                 Logger(label: "daogate.access") { AccessLogHandler(label: $0, writer: writer, logLevel: settings.logLevel) }
             })
@@ -272,7 +282,12 @@ struct Serve: ParsableCommand {
         }
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
         logger.info("open database files held to \(settings.maximumOpenDescriptors) descriptors and \(settings.maximumOpenBytes) bytes; users' files: \(settings.userJournal.rawValue) journal")
+        // The first line is what scripts and tests parse; the others are for people.
         print("daogate listening on \(server.url)")
+        if settings.explorer { print("daogate API explorer on \(server.url)/docs") }
+        print("daogate API on \(server.url)/dao/{module}/{method}")
+        print("daogate OpenAPI description on \(server.url)/openapi.json")
+        if !settings.corsOrigins.isEmpty { print("daogate CORS origins: \(settings.corsOrigins.joined(separator: ", "))") }
         if let metricsServer { print("daogate metrics on \(metricsServer.url)/metrics") }
         fflush(nil)
 
@@ -369,6 +384,10 @@ struct Settings {
     /// `jwt`, `trusted-header`, or nil: trusted-header on loopback only.
     var authMode: String?
     var jwt: JWTSettings
+    /// `--docs`: whether the API explorer is served.
+    var explorer: Bool
+    /// `--cors-origin`, each checked and in the form browsers send.
+    var corsOrigins: [String]
 
     init(_ options: Serve, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         func value(_ option: String?, _ name: String) -> String? {
@@ -429,6 +448,23 @@ struct Settings {
         case "on", "true", "yes", "1": accessLog = true
         case "off", "false", "no", "0": accessLog = false
         case let other: throw ValidationError("access log must be on or off, not \(other)")
+        }
+        switch value(options.docs, "DAOGATE_DOCS")?.lowercased() ?? "on" {
+        case "on", "true", "yes", "1": explorer = true
+        case "off", "false", "no", "0": explorer = false
+        case let other: throw ValidationError("docs must be on or off, not \(other)")
+        }
+        let origins = options.corsOrigin.isEmpty
+            ? (environment["DAOGATE_CORS_ORIGIN"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : options.corsOrigin
+        corsOrigins = []
+        for origin in origins {
+            do {
+                let checked = try CORSPolicy.origin(origin)
+                if !corsOrigins.contains(checked) { corsOrigins.append(checked) }
+            } catch {
+                throw ValidationError("\(error) (--cors-origin, DAOGATE_CORS_ORIGIN)")
+            }
         }
         switch (value(options.tlsCert, "DAOGATE_TLS_CERT"), value(options.tlsKey, "DAOGATE_TLS_KEY")) {
         case (let certificate?, let key?): tls = TLSConfiguration(certificateFile: certificate, keyFile: key)

@@ -47,7 +47,8 @@ import Testing
         }
     }
 
-    static let publicRoutes: Set<String> = ["/healthz", "/openapi.json", "/modules", "/metrics"]
+    static let publicRoutes: Set<String> = ["/healthz", "/openapi.json", "/modules", "/metrics",
+                                            "/", "/docs", "/docs/explorer.js", "/docs/explorer.css"]
 
     @Test func aTokenForAnnReachesNoneOfBobsDataThroughAnyRoute() throws {
         let (fixture, _) = try AuthTests.fixture()

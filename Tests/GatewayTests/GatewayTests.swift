@@ -28,7 +28,7 @@ final class GatewayFixture: Sendable {
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
          modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = [],
          authentication: Authentication = .trustedHeader, shard: ((URL) throws -> Shard)? = nil,
-         reloadable: Bool = false) throws {
+         reloadable: Bool = false, explorer: Bool = true) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
@@ -46,11 +46,12 @@ final class GatewayFixture: Sendable {
         let engine = try Engine(modules: modules,
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
                                 observer: events)
-        gateway = try Gateway(engine: engine, events: events,
-                              configuration: GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
-                                                                  clock: clock.storageClock, authentication: authentication,
-                                                                  shard: try shard?(root),
-                                                                  modulesDirectory: reloadable ? modulesDirectory : nil))
+        var configuration = GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
+                                                 clock: clock.storageClock, authentication: authentication,
+                                                 shard: try shard?(root),
+                                                 modulesDirectory: reloadable ? modulesDirectory : nil)
+        configuration.explorer = explorer
+        gateway = try Gateway(engine: engine, events: events, configuration: configuration)
     }
 
     deinit {

@@ -38,7 +38,7 @@ import Testing
 
     @Test func everyRouteIsDescribedWithItsMethods() throws {
         let documented = try documented()
-        for route in Gateway.routes {
+        for route in Gateway.routes where route.isDescribed {
             let mine = documented.filter { Self.describes($0.path, route.template) }
             #expect(!mine.isEmpty, "\(route.template) is not described")
             for (path, methods) in mine {
@@ -46,6 +46,16 @@ import Testing
             }
         }
         #expect(Set(Gateway.routeTemplates.map(\.description)).count == Gateway.routes.count, "a template declared twice")
+    }
+
+    /// The routes the document leaves out are the explorer's pages, and only they: public, for people, not API.
+    @Test func onlyTheExplorersPagesAreLeftOutOfTheDocument() throws {
+        let undescribed = Gateway.routes.filter { !$0.isDescribed }
+        #expect(undescribed.map(\.template.description) == ["/", "/docs", "/docs/explorer.js", "/docs/explorer.css"])
+        #expect(undescribed.allSatisfy { $0.isExplorer && $0.isPublic && $0.methods == ["GET", "HEAD"] })
+        #expect(Gateway.routes.filter(\.isExplorer).count == undescribed.count)
+        let paths = try #require(fixture.send("GET", "/openapi.json").json[member: "paths"]?.objectValue).keys
+        #expect(!paths.contains { $0 == "/" || $0.hasPrefix("/docs") })
     }
 
     @Test func everyDescribedPathIsRoutedToItsRoute() throws {

@@ -42,7 +42,8 @@ public struct OpenAPIDescription {
         // The paths are the route table's, each described by its own entry (`Gateway.routes`).
         var publicPaths: Set<OpenAPI.Path> = []
         for route in Gateway.routes {
-            for (path, item) in route.describe(&builder, route.template) {
+            guard let describe = route.describe else { continue }
+            for (path, item) in describe(&builder, route.template) {
                 precondition(builder.paths[path] == nil, "\(path.rawValue) is described twice")
                 builder.paths[path] = .init(item)
                 if route.isPublic { publicPaths.insert(path) }

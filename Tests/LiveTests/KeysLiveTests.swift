@@ -184,6 +184,48 @@ import Testing
         #expect(try restarted.curl("/dao/Notes/all", method: "POST", headers: ["X-User-Id: bob"]).status == 200)
     }
 
+    /// Runs `daogate rekey` in its own process (no --server): its status, standard output and standard error.
+    func rekeyAlone(_ setup: Setup, data: String) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LiveServer.binary)
+        process.arguments = ["rekey", "--data", data, "--modules", setup.modules, "--key-dir", setup.keys]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    @Test func rekeyWithoutAServerTakesTheDataFolderAndWithOneNeedsIt() throws {
+        let setup = try Setup(modules: ["notes.xml": Self.notes], keys: ["one": Self.randomKey()], current: "one")
+        defer { try? FileManager.default.removeItem(at: setup.folder) }
+        let server = try setup.serve()
+        for user in ["ann", "bob"] {
+            #expect(try server.curl("/dao/Notes/add", method: "POST", body: #"[{"id": 1, "body": "\#(user)"}]"#,
+                                    headers: ["X-User-Id: \(user)"]).status == 200)
+        }
+        try Data(Self.randomKey()).write(to: URL(fileURLWithPath: setup.keys + "/two.key"))
+        try setup.write("two", to: setup.keys + "/current")
+        // The server holds the folder: without --server, nothing is done.
+        let refused = try rekeyAlone(setup, data: server.data.path)
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("give --server"), "\(refused.errors)")
+        #expect(server.stop() == 0)
+        let alone = try rekeyAlone(setup, data: server.data.path)
+        #expect(alone.status == 0, "\(alone.errors)")
+        #expect(json(alone.output)?["reencrypted"] as? Int == 2)
+        #expect(alone.errors.components(separatedBy: "\n").filter { $0.hasPrefix("rekey: ") }.count >= 3, "\(alone.errors)")
+        try FileManager.default.removeItem(atPath: setup.keys + "/one.key")
+        let restarted = try setup.serve()
+        let reply = try restarted.curl("/dao/Notes/all", method: "POST", headers: ["X-User-Id: bob"])
+        #expect((reply.json?["result"] as? [[String: Any]])?.first?["body"] as? String == "bob", "\(reply.body)")
+    }
+
     @Test func aModuleNamingAKeyTheRingLacksDoesNotStart() throws {
         let setup = try Setup(modules: ["archive.xml": Self.archive], keys: ["main": Self.randomKey()], current: "main")
         defer { try? FileManager.default.removeItem(at: setup.folder) }

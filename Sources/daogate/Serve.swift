@@ -16,8 +16,8 @@ struct Serve: ParsableCommand {
             Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
             on the command line wins. With no arguments it serves ./modules with data in ./data on \
             127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
-            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys and the \
-            module folder again (a module set with a problem is refused, and the one in use stays).
+            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys, the key \
+            folder (--key-dir) and the module folder again (a module set with a problem is refused, and the one in use stays).
             """
     )
 

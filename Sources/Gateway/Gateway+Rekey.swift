@@ -4,8 +4,8 @@ import DAOValue
 import HTTPTransport
 import Synchronization
 
-/// Set while a rekey runs in this process: one at a time.
-private let rekeyRunning = Atomic<Bool>(false)
+/// The rekey of this process: whether one runs (one at a time), and the report of the running or last one.
+private let rekeyState = Mutex<(running: Bool, report: RekeyReport?)>((false, nil))
 
 extension Gateway {
     /// `POST /admin/rekey` (admin): reads the key folder again, then writes
@@ -18,10 +18,13 @@ extension Gateway {
         guard let cipher = engine.configuration.cipher else {
             throw Problem(409, "rekey_unavailable", "this server has no encryption key (--key-dir or --key-file): nothing is encrypted")
         }
-        guard rekeyRunning.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
-            throw Problem(409, "rekey_running", "a rekey is already running on this server")
+        let started = rekeyState.withLock { state in
+            guard !state.running else { return false }
+            state = (true, nil)
+            return true
         }
-        defer { rekeyRunning.store(false, ordering: .releasing) }
+        guard started else { throw Problem(409, "rekey_running", "a rekey is already running on this server") }
+        defer { rekeyState.withLock { $0.running = false } }
         if let directory = cipher.keyring.directory {
             do {
                 let ring = try Keyring.load(directory: directory)
@@ -35,6 +38,7 @@ extension Gateway {
         let report: RekeyReport
         do {
             report = try RekeyJob(engine: engine, cipher: cipher).run { report, location in
+                rekeyState.withLock { $0.report = report }
                 logger?.info("rekey: \(location) done; \(report.databases) databases, \(report.reencrypted) re-encrypted, \(report.encrypted) encrypted, \(report.failed) failed")
             }
         } catch let error as EngineError {
@@ -42,7 +46,18 @@ extension Gateway {
         } catch {
             throw Problem(500, "storage_failed", "the rekey stopped: \(error)")
         }
+        rekeyState.withLock { $0.report = report }
         logger?.notice("rekey to \(report.currentKey): \(report.databases) databases, \(report.reencrypted) re-encrypted, \(report.encrypted) encrypted, \(report.failed) failed")
         return json(report.value)
+    }
+
+    /// `GET /admin/rekey` (admin): whether a rekey runs, and the counts of the running or last one so far.
+    func rekeyStatus() -> HTTPResponse {
+        let (running, report) = rekeyState.withLock { $0 }
+        var object: OrderedObject = ["running": .bool(running)]
+        if case .object(let members)? = report?.value {
+            for (name, value) in members { object[name] = value }
+        }
+        return json(.object(object))
     }
 }

@@ -100,6 +100,10 @@ extension Gateway {
                 return try gateway.reloadRoute(call.request)
             },
         Route("/admin/rekey", describedBy: { $0.rekeyPaths($1) })
+            .get(head: false) { gateway, call in
+                try gateway.authorizeAdmin(call.request)
+                return gateway.rekeyStatus()
+            }
             .post { gateway, call in
                 try gateway.authorizeAdmin(call.request)
                 return try gateway.rekeyRoute(call.request)

@@ -109,11 +109,32 @@ struct Rekey: ParsableCommand {
         let file = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         var client = ShardClient(address: address, token: try Settings.adminToken(file: file, environment: environment))
         client.timeout = 24 * 3600
-        printToStandardError("rekey: a server holds the data folder; rekeying through it, at \(address) (its log shows each file)")
+        printToStandardError("rekey: a server holds the data folder; rekeying through it, at \(address)")
+        // The rekey is one request; its progress is polled beside it.
+        final class Outcome: @unchecked Sendable {
+            let lock = NSLock()
+            var result: Result<Value, any Error>?
+        }
+        let outcome = Outcome()
+        let request = Thread { [client] in
+            let result = Result { try client.json("POST", "/admin/rekey") }
+            outcome.lock.withLock { outcome.result = result }
+        }
+        request.start()
+        var shown = -1
+        var poller = client
+        poller.timeout = 10
+        while outcome.lock.withLock({ outcome.result }) == nil {
+            Thread.sleep(forTimeInterval: 1)
+            guard let status = try? poller.json("GET", "/admin/rekey"), status[member: "running"] == .bool(true),
+                  let databases = status[member: "databases"]?.integerValue, Int(databases) != shown else { continue }
+            shown = Int(databases)
+            printToStandardError("rekey: \(databases) databases: \(status[member: "reencrypted"]?.integerValue ?? 0) re-encrypted, \(status[member: "encrypted"]?.integerValue ?? 0) encrypted, \(status[member: "failed"]?.integerValue ?? 0) failed")
+        }
         let summary: Value
-        do {
-            summary = try client.json("POST", "/admin/rekey")
-        } catch {
+        switch outcome.lock.withLock({ outcome.result })! {
+        case .success(let value): summary = value
+        case .failure(let error):
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }

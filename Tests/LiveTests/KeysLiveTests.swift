@@ -156,6 +156,12 @@ import Testing
         #expect(rekey.errors.contains("rekeying through it"))
         #expect(writes.withLock { $0.ids.values.map(\.count).reduce(0, +) } > 0)
 
+        // The server keeps the last rekey's counts.
+        let status = try server.curl("/admin/rekey", headers: ["Authorization: Bearer \(Self.token)"])
+        #expect(status.json?["running"] as? Bool == false)
+        #expect(status.json?["databases"] as? Int == 4)  // the common file and three users'
+        #expect(status.json?["currentKey"] as? String == "new")
+
         // Again: nothing left.
         let again = try setup.rekey(through: server)
         #expect(json(again.output)?["reencrypted"] as? Int == 0)

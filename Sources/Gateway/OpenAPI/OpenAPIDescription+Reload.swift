@@ -53,9 +53,27 @@ extension OpenAPIDescription {
         ],
         additionalProperties: .init(false))
 
+    /// What `GET /admin/rekey` answers: `running`, and the counts of the running or last rekey (none before the first).
+    static let rekeyStatusSchema = JSONSchema.object(
+        properties: [
+            "running": .boolean(description: "Whether a rekey runs now."),
+            "currentKey": .string(required: false), "databases": .integer(format: .int64, required: false),
+            "reencrypted": .integer(format: .int64, required: false), "encrypted": .integer(format: .int64, required: false),
+            "failed": .integer(format: .int64, required: false),
+            "failures": .array(required: false, items: .object(
+                properties: ["database": .string, "table": .string, "column": .string, "message": .string],
+                additionalProperties: .init(false))),
+        ],
+        additionalProperties: .init(false))
+
     /// `/admin/rekey`.
     func rekeyPaths(_ template: RouteTemplate) -> [DescribedPath] {
-        one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
+        one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
+            tags: ["daogate"], summary: "The progress of a rekey",
+            description: "Whether a rekey runs on this server, and the counts of the running one so far (after each database file), or of the last one. `daogate rekey` shows it while it waits.",
+            operationId: "rekeyStatus",
+            responses: responses(Self.rekeyStatusSchema, errors: [401, 403]),
+            security: [[.component(named: "admin"): []]]), post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Re-encrypt every encrypted value with the current key",
             description: """
                 Reads the key folder (--key-dir) again, then writes every encrypted value of every database file \

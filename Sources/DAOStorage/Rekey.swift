@@ -55,9 +55,11 @@ public struct RekeyReport: Sendable {
 /// a read tries them). A column of a module's table named as one of its
 /// `crypt` properties also has its plaintext values encrypted.
 ///
-/// It works in batches of `batchSize` rows, each batch one `BEGIN IMMEDIATE`
-/// transaction through the database's one writer, so calls of a server in
-/// the same process interleave with it and nothing is lost; a value it
+/// It works in batches of `batchSize` rows: read without the write lock,
+/// then written in one `BEGIN IMMEDIATE` transaction through the database's
+/// one writer, each row only if it still holds what was read (a call of the
+/// server in the same process may have written it meanwhile, with the
+/// current key). Calls interleave with it and nothing is lost; a value it
 /// already moved is not selected again, so running it again continues where
 /// an interrupted run stopped.
 public struct RekeyJob {
@@ -174,39 +176,48 @@ public struct RekeyJob {
         let selected = ([keyList, quote(column)] + extraColumns.map(quote)).joined(separator: ", ")
         let select = "SELECT \(selected) FROM \(quote(table)) WHERE \(needsWork) AND (\(keyList)) > (\(placeholders)) ORDER BY \(keyList) LIMIT \(batchSize)"
         let first = "SELECT \(selected) FROM \(quote(table)) WHERE \(needsWork) ORDER BY \(keyList) LIMIT \(batchSize)"
-        let update = "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE (\(keyList)) = (\(placeholders))"
+        let update = "UPDATE \(quote(table)) SET \(quote(column)) = ? WHERE (\(keyList)) = (\(placeholders)) AND \(quote(column)) IS ?"
         var cursor: [Value]?
         while true {
-            let done: Bool = try database.pool.write { db in
+            // Read without the write lock: a scan of a large table never holds the server's writes back.
+            let rows = try database.pool.read { db in
+                let statement = try db.makeStatement(cursor == nil ? first : select)
+                if let cursor { try statement.bind(cursor) }
+                var rows: [(key: [Value], stored: Value, row: OrderedObject)] = []
+                while try statement.step() {
+                    let key = (0..<keyColumns.count).map { statement.value(at: $0) }
+                    var row: OrderedObject = [:]
+                    for (index, name) in extraColumns.enumerated() { row[name] = statement.value(at: keyColumns.count + 1 + index) }
+                    rows.append((key, statement.value(at: keyColumns.count), row))
+                }
+                return rows
+            }
+            guard let last = rows.last else { break }
+            cursor = last.key
+            var updates: [(values: [Value], wasPlaintext: Bool)] = []
+            for row in rows {
+                guard let value = try moved(row.stored, contexts: contexts(row.row), target: target,
+                                            encryptsPlaintext: encryptsPlaintext, failure: { message in
+                    report.failed += 1
+                    if report.failures.count < Self.failuresKept {
+                        report.failures.append(.init(location: location.description, table: table, column: column, message: message))
+                    }
+                }) else { continue }
+                updates.append(([value.bytes] + row.key + [row.stored], value.wasPlaintext))
+            }
+            // One transaction per batch; a row written since it was read (by then with the current key) is left alone.
+            try database.pool.write { db in
                 try db.inTransaction {
-                    let statement = try db.makeStatement(cursor == nil ? first : select)
-                    if let cursor { try statement.bind(cursor) }
-                    var rows: [(key: [Value], stored: Value, row: OrderedObject)] = []
-                    while try statement.step() {
-                        let key = (0..<keyColumns.count).map { statement.value(at: $0) }
-                        var row: OrderedObject = [:]
-                        for (index, name) in extraColumns.enumerated() { row[name] = statement.value(at: keyColumns.count + 1 + index) }
-                        rows.append((key, statement.value(at: keyColumns.count), row))
-                    }
                     let writer = try db.makeStatement(update)
-                    for row in rows {
-                        cursor = row.key
-                        guard let value = try moved(row.stored, contexts: contexts(row.row), target: target,
-                                                    encryptsPlaintext: encryptsPlaintext, failure: { message in
-                            report.failed += 1
-                            if report.failures.count < Self.failuresKept {
-                                report.failures.append(.init(location: location.description, table: table, column: column, message: message))
-                            }
-                        }) else { continue }
+                    for update in updates {
                         writer.reset()
-                        try writer.bind([value.bytes] + row.key)
-                        _ = try writer.run()
-                        if value.wasPlaintext { report.encrypted += 1 } else { report.reencrypted += 1 }
+                        try writer.bind(update.values)
+                        guard try writer.run() == 1 else { continue }
+                        if update.wasPlaintext { report.encrypted += 1 } else { report.reencrypted += 1 }
                     }
-                    return rows.count < batchSize
                 }
             }
-            if done { break }
+            if rows.count < batchSize { break }
         }
     }
 

@@ -49,8 +49,12 @@ public final class Module: Sendable {
     public let upgrades: [Upgrade]
     /// `crypt` declarations: class → encrypted properties.
     public let encryptedProperties: [String: Set<String>]
+    /// daogate's `key` attribute: the id of the key in the keyring this
+    /// module's `crypt` properties are written with (the reference's
+    /// `setEncryptMethod`, a cipher per DAO); nil: the keyring's current key.
+    public let keyID: String?
 
-    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int]) {
+    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int], keyID: String? = nil) {
         self.name = name
         self.file = file
         self.line = line
@@ -72,6 +76,7 @@ public final class Module: Sendable {
         self.maps = maps
         self.upgrades = upgrades
         self.encryptedProperties = encryptedProperties
+        self.keyID = keyID
         self.methodIndex = methodIndex
     }
 

@@ -145,7 +145,7 @@ struct ModuleParser {
             return nil
         }
         checkAttributes(root, ["name", "initializer", "tableName", "version", "resetOnUpgrade", "upgradeMinVersion",
-                               "userDependent", "storage", "database", "globals", "access", "scan"])
+                               "userDependent", "storage", "database", "globals", "access", "scan", "key"])
         let line = root.line
         let name = root.attribute("name")?.trimmingCharacters(in: .whitespaces) ?? ""
         if name.isEmpty {
@@ -190,6 +190,12 @@ struct ModuleParser {
             database = text
             if storage != nil { error(line, "a module names either a storage or a database, not both") }
             if userDependent { error(line, "a module bound to one database file cannot be userDependent") }
+        }
+        var keyID: String?
+        if let text = root.attribute("key") {
+            let id = text.trimmingCharacters(in: .whitespaces)
+            if let problem = keyIDProblem(id) { error(line, "key '\(id)': \(problem)") }
+            keyID = id
         }
         var globals: [String] = []
         if let text = root.attribute("globals") {
@@ -264,7 +270,20 @@ struct ModuleParser {
             userDependent: userDependent, adminOnly: adminOnly, adminOnlyMethods: adminOnlyMethods,
             scanAllowed: scanAllowed, scanAllowedMethods: scanAllowedMethods, storage: storage, database: database, globals: globals,
             methods: methods, maps: declarations.maps, upgrades: upgrades,
-            encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex)
+            encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex, keyID: keyID)
+    }
+
+    /// Why `id` cannot name a key of the keyring (`ID.key` in the key folder), or nil.
+    private func keyIDProblem(_ id: String) -> String? {
+        let bytes = Array(id.utf8)
+        let allowed = { (byte: UInt8) in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+        guard (1...64).contains(bytes.count), bytes.allSatisfy(allowed), bytes[0] != UInt8(ascii: "."), bytes[0] != UInt8(ascii: "-") else {
+            return "a key id is 1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-'"
+        }
+        return nil
     }
 
     /// daogate's `access` attribute: `admin` (only admins may call), or `any` (the default).

@@ -149,11 +149,11 @@ extension Engine {
             }
             for binding in statement.encrypted where !values[binding.index].isNull {
                 do {
-                    values[binding.index] = .blob(try cipher.encrypt(values[binding.index], context: binding.property))
+                    values[binding.index] = .blob(try cipher.encrypt(values[binding.index], context: binding.property,
+                                                                     keyID: origin.module.keyID))
                 } catch {
                     // A value the format cannot carry (a nested binary) is the caller's to fix.
-                    throw EngineError(error.kind == .unsupportedValue ? .invalidArguments : .encryption,
-                                      "cannot encrypt \(binding.property): \(error.message)", method: origin.name, line: statement.line)
+                    throw EngineError(error, "cannot encrypt \(binding.property)", method: origin.name, line: statement.line)
                 }
             }
         }

@@ -78,6 +78,11 @@ public final class Engine: Sendable {
         if configuration.cipher == nil, let module = modules.first(where: { !$0.encryptedProperties.isEmpty }) {
             throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured: \(CipherKey.howToConfigure)")
         }
+        if let cipher = configuration.cipher {
+            try Self.checkKeys(cipher.keyring.snapshot, modules: modules)
+        } else if let module = modules.first(where: { $0.keyID != nil }) {
+            throw EngineError(.encryption, "module \(module.name) names the key '\(module.keyID!)', but no key is configured")
+        }
         self.configuration = configuration
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.descriptions = MethodDescriber.describe(modules)
@@ -98,6 +103,22 @@ public final class Engine: Sendable {
     public func replacingModules(_ modules: [Module]) throws(EngineError) -> Engine {
         try Engine(modules: modules, configuration: configuration, observer: observer, registry: registry,
                    globalArguments: globalArguments, changes: changes)
+    }
+
+    /// Throws `keyMissing` naming the first module (by name) whose `key` the ring lacks.
+    static func checkKeys(_ ring: Keyring.Snapshot, modules: some Collection<Module>) throws(EngineError) {
+        for module in modules.sorted(by: { $0.name < $1.name }) {
+            if let id = module.keyID, ring.keys[id] == nil {
+                var error = EngineError(.keyMissing, "module \(module.name) (\(module.file):\(module.line)) names the key '\(id)', which is not in the keyring (\(Keyring.list(ring.keys.keys)))")
+                error.keyID = id
+                throw error
+            }
+        }
+    }
+
+    /// Throws unless `ring` holds every key a module of this engine names: a key folder reloaded without one is refused.
+    public func checkKeys(_ ring: Keyring.Snapshot) throws(EngineError) {
+        try Self.checkKeys(ring, modules: modules.values)
     }
 
     /// Closes every database, after in-flight work; later calls fail.

@@ -29,6 +29,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case resultConversion = "result_conversion"
         /// An encrypted value could not be decrypted (wrong key, tampering) or encrypted.
         case encryption = "encryption"
+        /// A value was encrypted with a key the server's keyring no longer holds (an operator's fault: restore the key).
+        case keyMissing = "key_missing"
         case invalidRegex = "invalid_regex"
         /// Something outside a call's control: an unreadable file, a closed database.
         case storageFailed = "storage_failed"
@@ -57,6 +59,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var methods: [String]?
     /// For `tableOwned`: the module that made the table.
     public var owner: String?
+    /// The key id of a `keyMissing` error.
+    public var keyID: String?
 
     public init(_ code: Code, _ message: String, method: String? = nil, line: Int? = nil,
                 sqlite: SQLiteError? = nil, render: RenderError? = nil) {
@@ -116,9 +120,21 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
              .invalidStorage, .constraintViolation, .tooBig, .invalidRegex, .tableOwned, .tooManyStorages:
             true
-        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .storageFailed, .overloaded, .storageFull:
+        case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .keyMissing, .storageFailed, .overloaded, .storageFull:
             false
         }
+    }
+
+    /// The error of a value that could not be encrypted or decrypted: `keyMissing` naming the key
+    /// when the ring lacks it, `invalidArguments` for a value the format cannot carry, `encryption` otherwise.
+    public init(_ error: CipherError, _ message: String, method: String? = nil, line: Int? = nil) {
+        let code: Code = switch error.kind {
+        case .keyMissing: .keyMissing
+        case .unsupportedValue: .invalidArguments
+        default: .encryption
+        }
+        self.init(code, "\(message): \(error.message)", method: method, line: line)
+        keyID = error.keyID
     }
 
     public var description: String {

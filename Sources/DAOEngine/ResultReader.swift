@@ -119,6 +119,11 @@ struct ResultReader {
                 guard let cipher else { throw EngineError(.encryption, "no encryption key is configured", method: method, line: line) }
                 do {
                     object[property] = try cipher.decrypt(bytes, context: property)
+                } catch where error.kind == .keyMissing {
+                    throw EngineError(error, "cannot decrypt \(className).\(property)", method: method, line: line)
+                } catch where error.kind == .notCiphertext {
+                    // Written before the property was declared `crypt`: read as it is until `daogate rekey` encrypts it.
+                    continue
                 } catch where error.kind == .authenticationFailed {
                     let column = map?.propertyForColumn.first { $0.value == property }?.key
                     let others = ([column].compactMap(\.self) + module.encryptedProperties.values.flatMap(\.self).sorted())
@@ -131,8 +136,8 @@ struct ResultReader {
                     throw EngineError(.encryption, "cannot decrypt \(className).\(property): \(error.message)", method: method, line: line)
                 }
             default:
-                throw EngineError(.encryption, "\(className).\(property) is declared encrypted (<crypt>), but the database holds \(stored.kindPhrase) there, not a ciphertext",
-                                  method: method, line: line)
+                // Plaintext written before the property was declared `crypt`: read as it is until `daogate rekey` encrypts it.
+                continue
             }
         }
         return object

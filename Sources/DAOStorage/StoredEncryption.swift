@@ -13,7 +13,7 @@ extension Cipher {
             return .blob(try encrypt(value, context: context))
         } catch {
             if error.kind == .unsupportedValue { throw StorageError(.invalidValue, "\(what) cannot be encrypted: \(error.message)") }
-            throw EngineError(.encryption, "\(what) could not be encrypted: \(error.message)")
+            throw EngineError(error, "\(what) could not be encrypted")
         }
     }
 
@@ -22,6 +22,7 @@ extension Cipher {
         do throws(CipherError) {
             return try decrypt(bytes, context: context)
         } catch {
+            if error.kind == .keyMissing { throw EngineError(error, "\(what) does not decrypt") }
             throw EngineError(.encryption, "\(what) does not decrypt (another key, moved or altered bytes): \(error.message)")
         }
     }

@@ -73,6 +73,9 @@ public struct ModuleReload: Sendable {
 }
 
 extension Gateway {
+    /// The engine of the generation that answers now (after module reloads, not the first one's).
+    public var currentEngine: Engine { (generations.current ?? self).engine }
+
     /// Loads the module folder again, with the checks of a start (the
     /// dialect, SQLite's, the encryption key); when the new set has no
     /// problem, it replaces the one in use at once, and the OpenAPI document

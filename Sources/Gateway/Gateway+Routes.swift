@@ -100,6 +100,15 @@ extension Gateway {
                 try gateway.authorizeAdmin(call.request)
                 return try gateway.reloadRoute(call.request)
             },
+        Route("/admin/rekey", describedBy: { $0.rekeyPaths($1) })
+            .get(head: false) { gateway, call in
+                try gateway.authorizeAdmin(call.request)
+                return gateway.rekeyStatus()
+            }
+            .post { gateway, call in
+                try gateway.authorizeAdmin(call.request)
+                return try gateway.rekeyRoute(call.request)
+            },
         Route("/changes", describedBy: { $0.changesPaths($1) })
             .get(head: false) { try $0.changesRoute($1.request) },
         Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })

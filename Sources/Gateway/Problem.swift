@@ -52,7 +52,7 @@ public struct Problem: Error, Sendable {
         case .tooBig: 413
         case .busy, .overloaded: 503
         case .storageFull: 507
-        case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .storageFailed: 500
+        case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .keyMissing, .storageFailed: 500
         }
     }
 
@@ -71,6 +71,7 @@ public struct Problem: Error, Sendable {
         }
         if let line = error.line { extensions["line"] = .integer(Int64(line)) }
         if let index = error.callIndex { extensions["call"] = .integer(Int64(index)) }
+        if let keyID = error.keyID { extensions["keyId"] = .string(keyID) }
     }
 
     init(_ error: RenderError) {

@@ -16,8 +16,8 @@ struct Serve: ParsableCommand {
             Every option can also come from an environment variable (DAOGATE_PORT, …); an option given \
             on the command line wins. With no arguments it serves ./modules with data in ./data on \
             127.0.0.1:8080. SIGTERM or SIGINT stops it gracefully: in-flight requests finish and the \
-            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys and the \
-            module folder again (a module set with a problem is refused, and the one in use stays).
+            databases close cleanly. SIGHUP reads the TLS certificate and key, the JWT keys, the key \
+            folder (--key-dir) and the module folder again (a module set with a problem is refused, and the one in use stays).
             """
     )
 
@@ -36,8 +36,11 @@ struct Serve: ParsableCommand {
     @Option(help: "Worker threads (DAOGATE_THREADS; default: twice the number of cores).")
     var threads: Int?
 
-    @Option(help: "A file holding the 256-bit key of encrypted properties (DAOGATE_KEY_FILE; or the key itself in DAOGATE_KEY).")
+    @Option(help: "A file holding the 256-bit key of encrypted properties, whose id is 'default' (DAOGATE_KEY_FILE; or the key itself in DAOGATE_KEY). The one-key form of --key-dir.")
     var keyFile: String?
+
+    @Option(help: "A keyring folder: one key per file, ID.key, and a file 'current' naming the key new values are written with (DAOGATE_KEY_DIR). SIGHUP reads it again. See docs/keys.md.")
+    var keyDir: String?
 
     @Option(help: "A file holding the admin bearer token (DAOGATE_ADMIN_TOKEN_FILE; or the token itself in DAOGATE_ADMIN_TOKEN). Without one, admin operations are disabled.")
     var adminTokenFile: String?
@@ -186,10 +189,10 @@ struct Serve: ParsableCommand {
         }
         // Full table scans are warnings, not errors: `daogate check --plans` lists them too.
         for warning in SQLCheck.plans(loaded) { logger.warning("\(warning)") }
-        var cipher: Cipher?
-        if let key = try settings.key() {
-            cipher = Cipher(key: key)
-            logger.info("encryption key \(key.fingerprint)")
+        let cipher = try settings.cipher()
+        if let ring = cipher?.keyring.snapshot {
+            let keys = ring.ids.map { "\($0) (\(ring.keys[$0]!.fingerprint))" }.joined(separator: ", ")
+            logger.info("encryption keys \(keys); new values use \(ring.current)")
         }
         var engineConfiguration = Engine.Configuration(
             dataDirectory: settings.data,
@@ -305,6 +308,7 @@ struct Serve: ParsableCommand {
                 logger.error("kept the current TLS certificate: \(error)")
             }
             reloadKeys()
+            if let keyring = cipher?.keyring, keyring.directory != nil { Self.reload(keyring, gateway, logger, reason: "SIGHUP") }
             gateway.reloadModules(reason: "SIGHUP")
         }
         logger.notice("signal \(signal): finishing in-flight requests")
@@ -326,6 +330,18 @@ extension Serve {
             for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
         } catch {
             logger.error("\(reason): the JWT keys were not reloaded, the previous ones stay in use: \(error)")
+        }
+    }
+
+    /// Reads the key folder again; a folder with a problem, or without a key a module names, keeps the keys in use.
+    static func reload(_ keyring: Keyring, _ gateway: Gateway, _ logger: Logger, reason: String) {
+        do {
+            let ring = try Keyring.load(directory: keyring.directory!)
+            try gateway.currentEngine.checkKeys(ring)
+            keyring.replace(with: ring)
+            logger.notice("\(reason): \(ring.keys.count) encryption key\(ring.keys.count == 1 ? "" : "s") loaded (\(ring.ids.joined(separator: ", "))); new values use \(ring.current)")
+        } catch {
+            logger.error("\(reason): the key folder was not reloaded, the keys in use stay: \(error)")
         }
     }
 
@@ -355,6 +371,7 @@ struct Settings {
     var port: UInt16
     var threads: Int
     var keyFile: String?
+    var keyDir: String?
     var adminTokenFile: String?
     var globalsFile: String?
     var maximumBodySize: Int
@@ -409,6 +426,10 @@ struct Settings {
         port = try number(options.port, "DAOGATE_PORT", server.port, 0...65535)
         threads = try number(options.threads, "DAOGATE_THREADS", server.threads, 1...1024)
         keyFile = value(options.keyFile, "DAOGATE_KEY_FILE")
+        keyDir = value(options.keyDir, "DAOGATE_KEY_DIR")
+        if keyDir != nil, keyFile != nil || !(environment["DAOGATE_KEY"] ?? "").isEmpty {
+            throw ValidationError("--key-dir (DAOGATE_KEY_DIR) is a keyring; --key-file and DAOGATE_KEY are its one-key form: give one of them")
+        }
         adminTokenFile = value(options.adminTokenFile, "DAOGATE_ADMIN_TOKEN_FILE")
         globalsFile = value(options.globals, "DAOGATE_GLOBALS")
         maximumBodySize = try number(options.maxBodySize, "DAOGATE_MAX_BODY_SIZE", server.maximumBodySize, 1...(1 << 30))
@@ -568,11 +589,13 @@ struct Settings {
 
     private let environment: [String: String]
 
-    /// The encryption key: the key file, else DAOGATE_KEY; nil when neither is set.
-    func key() throws -> CipherKey? {
+    /// The cipher of encrypted values: the key folder, else the key file or DAOGATE_KEY (the key `default`);
+    /// nil when none is set.
+    func cipher() throws -> Cipher? {
         do {
-            if let keyFile { return try CipherKey.load(file: keyFile) }
-            return try CipherKey.fromEnvironment("DAOGATE_KEY")
+            if let keyDir { return Cipher(keyring: Keyring(try Keyring.load(directory: keyDir), directory: keyDir)) }
+            if let keyFile { return Cipher(key: try CipherKey.load(file: keyFile)) }
+            return try CipherKey.fromEnvironment("DAOGATE_KEY").map { Cipher(key: $0) }
         } catch {
             throw RunFailure("the encryption key: \(error)")
         }

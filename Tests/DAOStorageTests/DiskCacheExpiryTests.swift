@@ -63,13 +63,14 @@ import Testing
         try caches.set("plain", in: here, key: "kéy", value: 12, expire: soon)
         try caches.set("plain", in: here, key: "live", value: "x")
         try caches.set("plain", in: here, key: "later", value: "x", expire: soon + 100)
-        // "e1" + a ciphertext of a one-byte string: header 3, nonce 12, kind and byte 2, tag 16.
+        // "e1" + a ciphertext of a one-byte string: header 11 (magic, version, id length, "default"), nonce 12,
+        // kind and byte 2, tag 16.
         try caches.set("secret", in: here, key: "e1", value: "x", expire: soon)
         fixture.advance(5)
 
         let purged = try caches.purgeExpired(in: here)
         #expect(purged.entries == 3)
-        #expect(purged.bytes == (2 + 5) + (4 + 2) + (2 + 33))
+        #expect(purged.bytes == (2 + 5) + (4 + 2) + (2 + 41))
         #expect(try caches.list(in: here).map(\.count) == [0, 2, 0])
         #expect(try caches.keysByRecency("plain", in: here) == ["live", "later"])
         #expect(try caches.purgeExpired(in: here) == (0, 0))

@@ -124,7 +124,7 @@ import Testing
         let fixture = try Self.shardFixture("a")
         let samples: [PathParameter: String] = [.module: "Messages", .method: "unreadCount", .space: "user", .kind: "memory",
                                                 .business: "biz", .cache: "c", .key: "k"]
-        let shardWide = ["/transaction", "/modules", "/healthz", "/openapi.json", "/events", "/admin/reload", "/metrics",
+        let shardWide = ["/transaction", "/modules", "/healthz", "/openapi.json", "/events", "/admin/reload", "/admin/rekey", "/metrics",
                          "/storage/usage", "/storages"]
         var checked = 0
         for route in Gateway.routes {

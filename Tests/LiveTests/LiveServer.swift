@@ -39,7 +39,9 @@ final class LiveServer: @unchecked Sendable {
         }
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.currentDirectoryURL = directory ?? Self.root
-        process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0", "--key-file", key.path] + arguments
+        // A test's own key (--key-dir, --key-file) replaces the folder's.
+        let keyArguments = arguments.contains("--key-dir") || arguments.contains("--key-file") ? [] : ["--key-file", key.path]
+        process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0"] + keyArguments + arguments
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
         variables.merge(environment) { $1 }
         process.environment = variables

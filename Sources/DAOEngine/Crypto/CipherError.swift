@@ -18,12 +18,16 @@ public struct CipherError: Error, Sendable, Equatable, CustomStringConvertible {
         case corrupt
         /// A value that cannot be encrypted: `nil`, or a collection JSON cannot carry exactly.
         case unsupportedValue = "unsupported_value"
+        /// A ciphertext written with a key the ring does not hold, or a key id asked for that it lacks.
+        case keyMissing = "key_missing"
         /// OpenSSL itself failed; the message carries its error text.
         case openSSL = "openssl"
     }
 
     public var kind: Kind
     public var message: String
+    /// The key id, for `.keyMissing`.
+    public var keyID: String?
 
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind

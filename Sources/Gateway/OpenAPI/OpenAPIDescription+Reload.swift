@@ -38,4 +38,55 @@ extension OpenAPIDescription {
             responses: reloadResponses,
             security: [[.component(named: "admin"): []]])))
     }
+
+    /// A rekey's summary (`RekeyReport.value`).
+    static let rekeySchema = JSONSchema.object(
+        properties: [
+            "currentKey": .string(description: "The keyring's current key: what values without a module key of their own now use."),
+            "databases": .integer(format: .int64, description: "Database files visited."),
+            "reencrypted": .integer(format: .int64, description: "Ciphertexts written again with their target key."),
+            "encrypted": .integer(format: .int64, description: "Plaintext values of crypt columns encrypted."),
+            "failed": .integer(format: .int64, description: "Values left as they were: they do not decrypt."),
+            "failures": .array(description: "The first failures.", items: .object(
+                properties: ["database": .string, "table": .string, "column": .string, "message": .string],
+                additionalProperties: .init(false))),
+        ],
+        additionalProperties: .init(false))
+
+    /// What `GET /admin/rekey` answers: `running`, and the counts of the running or last rekey (none before the first).
+    static let rekeyStatusSchema = JSONSchema.object(
+        properties: [
+            "running": .boolean(description: "Whether a rekey runs now."),
+            "currentKey": .string(required: false), "databases": .integer(format: .int64, required: false),
+            "reencrypted": .integer(format: .int64, required: false), "encrypted": .integer(format: .int64, required: false),
+            "failed": .integer(format: .int64, required: false),
+            "failures": .array(required: false, items: .object(
+                properties: ["database": .string, "table": .string, "column": .string, "message": .string],
+                additionalProperties: .init(false))),
+        ],
+        additionalProperties: .init(false))
+
+    /// `/admin/rekey`.
+    func rekeyPaths(_ template: RouteTemplate) -> [DescribedPath] {
+        one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
+            tags: ["daogate"], summary: "The progress of a rekey",
+            description: "Whether a rekey runs on this server, and the counts of the running one so far (after each database file), or of the last one. `daogate rekey` shows it while it waits.",
+            operationId: "rekeyStatus",
+            responses: responses(Self.rekeyStatusSchema, errors: [401, 403]),
+            security: [[.component(named: "admin"): []]]), post: OpenAPI.Operation(
+            tags: ["daogate"], summary: "Re-encrypt every encrypted value with the current key",
+            description: """
+                Reads the key folder (--key-dir) again, then writes every encrypted value of every database file \
+                (crypt columns, encrypted KV entries and disk-cache entries) again with its target key: the module's \
+                own key (key="…") for its table, the keyring's current key otherwise; plaintext left in a crypt \
+                column is encrypted. Runs in batches, one transaction each, while the server serves; running it \
+                again continues where a stopped run left off. `daogate rekey` calls it. 409 rekey_unavailable: no \
+                key is configured; rekey_running: one is running; keys_refused: the key folder has a problem. \
+                Takes no body.
+                """,
+            operationId: "rekey",
+            responses: responses(Self.rekeySchema, errors: [400, 401, 403, 409, 500],
+                                 description: "The summary: values moved, encrypted, and those that did not decrypt."),
+            security: [[.component(named: "admin"): []]])))
+    }
 }

@@ -356,7 +356,7 @@ public struct OpenAPIDescription {
         (415, "The body is not application/json."),
         (421, "Another shard owns this user's bucket, or the common space (misdirected_request); nothing was read or created."),
         (422, "What an import fetched is not what daogate makes, or larger than one database may be (import_refused); nothing was installed."),
-        (500, "The module or its data failed the call; nothing was changed."),
+        (500, "The module or its data failed the call, or a value was encrypted with a key the server's keyring no longer holds (key_missing, naming it in keyId); nothing was changed."),
         (502, "A shard this operation needed did not answer as it should (move_failed)."),
         (503, "The database is busy, the server is stopping, or this user's bucket is moving between shards (bucket_moving, with Retry-After)."),
         (507, "The memory the caches may use is spent (memory_full), or what the user stores (all storages together), or the common space, reached the size the operator allows (storage_full)."),

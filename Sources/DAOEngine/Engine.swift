@@ -69,7 +69,7 @@ public final class Engine: Sendable {
     private init(modules: [Module], configuration: Configuration, observer: (any EngineObserver)?,
                  registry: DatabaseRegistry, globalArguments: GlobalArguments, changes: ChangeFeed) throws(EngineError) {
         if configuration.cipher == nil, let module = modules.first(where: { !$0.encryptedProperties.isEmpty }) {
-            throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured")
+            throw EngineError(.encryption, "module \(module.name) encrypts properties (<crypt>), but no key is configured: start daogate with --key-file, DAOGATE_KEY_FILE or DAOGATE_KEY")
         }
         self.configuration = configuration
         self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })

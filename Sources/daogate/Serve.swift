@@ -495,7 +495,7 @@ struct Settings {
             for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
             return .jwt(verifier)
         } catch {
-            throw ValidationError("the JWT keys: \(error)")
+            throw ValidationError("the JWT keys (--jwt-secret-file or DAOGATE_JWT_SECRET_FILE, --jwt-keys or DAOGATE_JWT_KEYS): \(error)")
         }
     }
 
@@ -516,7 +516,8 @@ struct Settings {
             if let keyFile { return try CipherKey.load(file: keyFile) }
             return try CipherKey.fromEnvironment("DAOGATE_KEY")
         } catch {
-            throw ValidationError("the encryption key: \(error)")
+            // The variable to set, named: in a container the file comes from DAOGATE_KEY_FILE.
+            throw ValidationError("the encryption key (--key-file, DAOGATE_KEY_FILE or DAOGATE_KEY): \(error)")
         }
     }
 

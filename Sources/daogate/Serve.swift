@@ -574,7 +574,7 @@ struct Settings {
             for skipped in keys.skipped { logger.warning("JWT key skipped: \(skipped)") }
             return .jwt(verifier)
         } catch {
-            throw RunFailure("the JWT keys: \(error)")
+            throw RunFailure("the JWT keys (--jwt-secret-file or DAOGATE_JWT_SECRET_FILE, --jwt-keys or DAOGATE_JWT_KEYS): \(error)")
         }
     }
 
@@ -597,7 +597,8 @@ struct Settings {
             if let keyFile { return Cipher(key: try CipherKey.load(file: keyFile)) }
             return try CipherKey.fromEnvironment("DAOGATE_KEY").map { Cipher(key: $0) }
         } catch {
-            throw RunFailure("the encryption key: \(error)")
+            // The variable to set, named: in a container the file comes from DAOGATE_KEY_FILE.
+            throw RunFailure("the encryption key (--key-dir or DAOGATE_KEY_DIR, --key-file or DAOGATE_KEY_FILE, or DAOGATE_KEY): \(error)")
         }
     }
 

@@ -123,6 +123,9 @@ struct Serve: ParsableCommand {
     @Option(help: "The PEM private key of --tls-cert (DAOGATE_TLS_KEY). SIGHUP reloads it.")
     var tlsKey: String?
 
+    @Option(help: "GnuTLS's priority string for HTTPS: the protocol versions, key exchanges and ciphers allowed (DAOGATE_TLS_PRIORITIES; default: Mozilla's intermediate profile, TLS 1.3 and TLS 1.2 with ECDHE or DHE and AES-GCM or ChaCha20-Poly1305). Checked at start.")
+    var tlsPriorities: String?
+
     @Option(help: "The most bytes one user's database file may hold (SQLite's max_page_count); a write beyond it is refused with 507 storage_full (DAOGATE_MAX_DATABASE_SIZE; default: no cap).")
     var maxDatabaseSize: Int?
 
@@ -415,8 +418,17 @@ struct Settings {
         case let other: throw ValidationError("access log must be on or off, not \(other)")
         }
         switch (value(options.tlsCert, "DAOGATE_TLS_CERT"), value(options.tlsKey, "DAOGATE_TLS_KEY")) {
-        case (let certificate?, let key?): tls = TLSConfiguration(certificateFile: certificate, keyFile: key)
-        case (nil, nil): tls = nil
+        case (let certificate?, let key?):
+            let priorities = value(options.tlsPriorities, "DAOGATE_TLS_PRIORITIES") ?? TLSConfiguration.defaultPriorities
+            do throws(HTTPServerError) { try TLSConfiguration.checkPriorities(priorities) } catch {
+                throw ValidationError("--tls-priorities (DAOGATE_TLS_PRIORITIES): \(error.message)")
+            }
+            tls = TLSConfiguration(certificateFile: certificate, keyFile: key, priorities: priorities)
+        case (nil, nil):
+            guard value(options.tlsPriorities, "DAOGATE_TLS_PRIORITIES") == nil else {
+                throw ValidationError("--tls-priorities (DAOGATE_TLS_PRIORITIES) needs --tls-cert and --tls-key: without them daogate serves plain HTTP")
+            }
+            tls = nil
         case (_?, nil): throw ValidationError("--tls-cert needs --tls-key (DAOGATE_TLS_KEY), the certificate's private key")
         case (nil, _?): throw ValidationError("--tls-key needs --tls-cert (DAOGATE_TLS_CERT), the key's certificate")
         }

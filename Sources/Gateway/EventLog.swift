@@ -1,4 +1,5 @@
 import DAOEngine
+import DAOStorage
 import DAOValue
 import Foundation
 import Logging
@@ -85,7 +86,7 @@ final class Metrics: Sendable {
     }
 
     /// The Prometheus text exposition format.
-    func exposition(events: EventLog, openDatabases: Int, userDatabases: [Int64]) -> String {
+    func exposition(events: EventLog, openDatabases: Int, userDatabases: [Int64], memory: MemoryBudget) -> String {
         var lines = [
             "# HELP daogate_responses_total HTTP responses by status.",
             "# TYPE daogate_responses_total counter",
@@ -107,6 +108,16 @@ final class Metrics: Sendable {
                   "# TYPE daogate_user_database_bytes gauge", "daogate_user_database_bytes \(userDatabases.reduce(0, +))",
                   "# HELP daogate_user_database_largest_bytes Bytes the largest user database takes on disk.",
                   "# TYPE daogate_user_database_largest_bytes gauge", "daogate_user_database_largest_bytes \(userDatabases.max() ?? 0)"]
+        lines += ["# HELP daogate_memory_cache_bytes Bytes the memory caches hold of their budget (entries, their lists' storage, each cache's fixed cost).",
+                  "# TYPE daogate_memory_cache_bytes gauge", "daogate_memory_cache_bytes \(memory.used)",
+                  "# HELP daogate_memory_cache_limit_bytes The memory caches' budget (--memory-cache-bytes).",
+                  "# TYPE daogate_memory_cache_limit_bytes gauge", "daogate_memory_cache_limit_bytes \(memory.limit)",
+                  "# HELP daogate_memory_cache_user_limit_bytes What one user's memory caches, or the common spaces', may hold (--memory-cache-user-bytes).",
+                  "# TYPE daogate_memory_cache_user_limit_bytes gauge", "daogate_memory_cache_user_limit_bytes \(memory.shareLimit)",
+                  "# HELP daogate_memory_caches Memory caches that exist now.",
+                  "# TYPE daogate_memory_caches gauge", "daogate_memory_caches \(memory.cacheCount)",
+                  "# HELP daogate_memory_cache_evictions_total Entries evicted to make room in the budget or a user's share.",
+                  "# TYPE daogate_memory_cache_evictions_total counter", "daogate_memory_cache_evictions_total \(memory.evicted)"]
         return lines.joined(separator: "\n") + "\n"
     }
 }

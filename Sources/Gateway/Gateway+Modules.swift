@@ -192,14 +192,3 @@ extension Gateway {
         try authorizeAdmin(request)
     }
 }
-
-/// Compares secrets without an early exit, so timing does not reveal a prefix.
-func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-    let left = Array(lhs.utf8)
-    let right = Array(rhs.utf8)
-    var difference = UInt8(truncatingIfNeeded: left.count ^ right.count)
-    for index in 0..<max(left.count, right.count) {
-        difference |= (index < left.count ? left[index] : 0) ^ (index < right.count ? right[index] : 0)
-    }
-    return difference == 0
-}

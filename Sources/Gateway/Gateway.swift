@@ -217,7 +217,7 @@ public final class Gateway: HTTPResponder {
     /// The Prometheus exposition of the counters.
     func metricsResponse() -> HTTPResponse {
         let text = metrics.exposition(events: events, openDatabases: engine.openDatabaseCount,
-                                      userDatabases: engine.userDatabaseUsage().map(\.bytes))
+                                      userDatabases: engine.userDatabaseUsage().map(\.bytes), memory: memoryCaches.budget)
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(text.utf8))
     }
 

@@ -32,6 +32,7 @@ public struct Problem: Error, Sendable {
             "admin_required": 401, "admin_disabled": 403, "shutting_down": 503, "internal": 500,
             "invalid_path": 400, "duplicate_header": 400, "invalid_request": 400, "unsupported_transfer_coding": 501,
             "modules_refused": 409, "reload_unavailable": 409,
+            "keys_refused": 409, "rekey_running": 409, "rekey_unavailable": 409,
         ]
         statuses.merge(Gateway.authenticationCodes) { current, _ in current }
         statuses.merge(Gateway.shardCodes) { current, _ in current }

@@ -76,7 +76,10 @@ public final class HTTPServer: Sendable {
             // The pair is checked here, so that a wrong one stops the start with a clear reason.
             var store: TLSCertificateStore?
             if let tls = configuration.tls {
-                do throws(HTTPServerError) { store = try TLSCertificateStore(tls) } catch {
+                do throws(HTTPServerError) {
+                    try TLSConfiguration.checkPriorities(tls.priorities)
+                    store = try TLSCertificateStore(tls)
+                } catch {
                     throw HTTPServerError(message: "cannot start the HTTPS server on \(place): \(error.message)")
                 }
             }
@@ -96,7 +99,7 @@ public final class HTTPServer: Sendable {
                         handleConnection,
                         handleTarget,
                         handleDiagnostic,
-                        TLSConfiguration.priorities,
+                        configuration.tls?.priorities ?? "",
                         store == nil ? nil : presentCertificate,
                         Unmanaged.passUnretained(context).toOpaque()
                     )

@@ -11,13 +11,56 @@ public struct TLSConfiguration: Sendable {
     /// The private key of the first certificate, in PEM (unencrypted).
     public var keyFile: String
 
-    public init(certificateFile: String, keyFile: String) {
+    /// GnuTLS's priority string: the protocol versions, key exchanges and
+    /// ciphers a handshake may use (`defaultPriorities` unless the operator
+    /// names another).
+    public var priorities: String
+
+    public init(certificateFile: String, keyFile: String, priorities: String = TLSConfiguration.defaultPriorities) {
         self.certificateFile = certificateFile
         self.keyFile = keyFile
+        self.priorities = priorities
     }
 
-    /// GnuTLS's priority string: its normal ciphers, TLS 1.2 and 1.3 only.
-    static let priorities = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+    /// Mozilla's "intermediate" profile (the one nginx's and HAProxy's
+    /// generated configurations use) as a GnuTLS priority string: TLS 1.3,
+    /// and TLS 1.2 with forward secrecy (ECDHE or DHE key exchange) and an
+    /// AEAD cipher (AES-GCM, ChaCha20-Poly1305) only. GnuTLS's `NORMAL` alone
+    /// also offers RSA key exchange (no forward secrecy: `AES128-SHA`,
+    /// `AES256-SHA`), CBC with SHA-1 MACs and AES-CCM.
+    public static let defaultPriorities = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+        + ":-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD"
+        + ":-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA"
+
+    /// Checks a priority string as GnuTLS reads it: the error names the
+    /// position GnuTLS stopped at, or says that the string leaves no cipher
+    /// suite to offer.
+    public static func checkPriorities(_ priorities: String) throws(HTTPServerError) {
+        var cache: gnutls_priority_t?
+        var position: Int?
+        let result = priorities.withCString { text -> Int32 in
+            var stop: UnsafePointer<CChar>?
+            let result = gnutls_priority_init(&cache, text, &stop)
+            // `stop` points into `text`: its offset, while `text` lives.
+            if result != GNUTLS_E_SUCCESS, let stop { position = text.distance(to: stop) }
+            return result
+        }
+        defer { if let cache { gnutls_priority_deinit(cache) } }
+        let quoted = "'\(priorities.prefix(200))'"
+        guard result == GNUTLS_E_SUCCESS, let cache else {
+            let reason = gnutls_strerror(result).map { String(cString: $0) } ?? "GnuTLS error \(result)"
+            let place = position.map { " at '\(String(decoding: priorities.utf8.dropFirst($0).prefix(40), as: UTF8.self))'" } ?? ""
+            throw HTTPServerError(message: "the TLS priority string \(quoted) is not one GnuTLS takes\(place): \(reason)")
+        }
+        // Indices GnuTLS does not implement answer an error of their own; the end answers "not available".
+        var index: UInt32 = 0
+        for position in UInt32(0)... {
+            let found = gnutls_priority_get_cipher_suite_index(cache, position, &index)
+            if found == GNUTLS_E_SUCCESS { return }
+            if found == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE { break }
+        }
+        throw HTTPServerError(message: "the TLS priority string \(quoted) leaves no cipher suite to offer")
+    }
 }
 
 /// A certificate chain and its private key as GnuTLS presents them, checked to belong together.

@@ -93,8 +93,11 @@ struct Serve: ParsableCommand {
     @Option(help: "The deployment's version; when it changes, the current-version storage is reset (DAOGATE_DEPLOYMENT_VERSION; default daogate's version).")
     var deploymentVersion: String?
 
-    @Option(help: "Bytes all memory caches may hold together (DAOGATE_MEMORY_CACHE_BYTES; default 268435456).")
+    @Option(help: "Bytes all memory caches may hold together, counting their entries, their lists' storage and each cache's fixed cost; when full, a write evicts the least recently used entries, the writer's own first (DAOGATE_MEMORY_CACHE_BYTES; default 268435456).")
     var memoryCacheBytes: Int?
+
+    @Option(help: "Bytes one user's memory caches (all their storages), or the common spaces' caches, may hold; past it a write evicts that user's least recently used entries, and only an entry larger than this is refused with 507 memory_full (DAOGATE_MEMORY_CACHE_USER_BYTES; default: an eighth of --memory-cache-bytes).")
+    var memoryCacheUserBytes: Int?
 
     @Option(help: "The largest capacity of a memory cache, in entries (DAOGATE_MEMORY_CACHE_MAX_CAPACITY; default 100000).")
     var memoryCacheMaxCapacity: Int?
@@ -125,6 +128,9 @@ struct Serve: ParsableCommand {
 
     @Option(help: "The PEM private key of --tls-cert (DAOGATE_TLS_KEY). SIGHUP reloads it.")
     var tlsKey: String?
+
+    @Option(help: "GnuTLS's priority string for HTTPS: the protocol versions, key exchanges and ciphers allowed (DAOGATE_TLS_PRIORITIES; default: Mozilla's intermediate profile, TLS 1.3 and TLS 1.2 with ECDHE or DHE and AES-GCM or ChaCha20-Poly1305). Checked at start.")
+    var tlsPriorities: String?
 
     @Option(help: "The most bytes one user may store, their databases of every storage (X-Storage) together; a write beyond it is refused with 507 storage_full (DAOGATE_MAX_DATABASE_SIZE; default: no cap).")
     var maxDatabaseSize: Int?
@@ -449,6 +455,10 @@ struct Settings {
             maximumCapacity: try number(options.memoryCacheMaxCapacity, "DAOGATE_MEMORY_CACHE_MAX_CAPACITY", caches.maximumCapacity, 1...100_000_000),
             maximumCachesPerLocation: try number(options.memoryCachesPerSpace, "DAOGATE_MEMORY_CACHES_PER_SPACE", caches.maximumCachesPerLocation, 1...10_000),
             budgetBytes: try number(options.memoryCacheBytes, "DAOGATE_MEMORY_CACHE_BYTES", caches.budgetBytes, 0...(1 << 40)))
+        if options.memoryCacheUserBytes != nil || !(environment["DAOGATE_MEMORY_CACHE_USER_BYTES"] ?? "").isEmpty {
+            memoryCaches.userBudgetBytes = try number(options.memoryCacheUserBytes, "DAOGATE_MEMORY_CACHE_USER_BYTES", 0,
+                                                      0...memoryCaches.budgetBytes)
+        }
         maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", gateway.maximumDiskCacheCapacity, 1...1_000_000_000)
         let journal = value(options.userJournal, "DAOGATE_USER_JOURNAL")?.lowercased() ?? JournalMode.rollback.rawValue
         guard let parsedJournal = JournalMode(rawValue: journal) else {
@@ -488,8 +498,17 @@ struct Settings {
             }
         }
         switch (value(options.tlsCert, "DAOGATE_TLS_CERT"), value(options.tlsKey, "DAOGATE_TLS_KEY")) {
-        case (let certificate?, let key?): tls = TLSConfiguration(certificateFile: certificate, keyFile: key)
-        case (nil, nil): tls = nil
+        case (let certificate?, let key?):
+            let priorities = value(options.tlsPriorities, "DAOGATE_TLS_PRIORITIES") ?? TLSConfiguration.defaultPriorities
+            do throws(HTTPServerError) { try TLSConfiguration.checkPriorities(priorities) } catch {
+                throw ValidationError("--tls-priorities (DAOGATE_TLS_PRIORITIES): \(error.message)")
+            }
+            tls = TLSConfiguration(certificateFile: certificate, keyFile: key, priorities: priorities)
+        case (nil, nil):
+            guard value(options.tlsPriorities, "DAOGATE_TLS_PRIORITIES") == nil else {
+                throw ValidationError("--tls-priorities (DAOGATE_TLS_PRIORITIES) needs --tls-cert and --tls-key: without them daogate serves plain HTTP")
+            }
+            tls = nil
         case (_?, nil): throw ValidationError("--tls-cert needs --tls-key (DAOGATE_TLS_KEY), the certificate's private key")
         case (nil, _?): throw ValidationError("--tls-key needs --tls-cert (DAOGATE_TLS_CERT), the key's certificate")
         }

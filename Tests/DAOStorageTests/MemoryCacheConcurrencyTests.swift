@@ -57,7 +57,7 @@ struct MemoryCacheConcurrencyTests {
         #expect(overCapacity.load(ordering: .relaxed) == 0)
         #expect(cache.count <= cache.capacity)
         #expect(hits.load(ordering: .relaxed) > 0)
-        #expect(budget.used == cache.bytes)
+        #expect(budget.used == cache.charged)
         #expect(budget.used <= budget.limit)
         cache.removeAll()
         #expect(budget.used == 0)
@@ -108,7 +108,7 @@ struct MemoryCacheConcurrencyTests {
             for listed in caches.list(in: location) {
                 let cache = try caches.cache(listed.name, in: location)
                 #expect(cache.invariantViolation() == nil)
-                bytes += cache.bytes
+                bytes += cache.charged
             }
         }
         #expect(caches.budget.used == bytes)

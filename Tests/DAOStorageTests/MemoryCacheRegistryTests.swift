@@ -144,7 +144,7 @@ struct MemoryCacheRegistryTests {
     }
 
     static func bytes(_ caches: MemoryCaches, _ locations: [String: StorageLocation]) -> Int {
-        locations.reduce(0) { $0 + ((try? caches.cache($1.key, in: $1.value))?.bytes ?? 0) }
+        locations.reduce(0) { $0 + ((try? caches.cache($1.key, in: $1.value))?.charged ?? 0) }
     }
 
     @Test func dropTakesTheScopeOfAStorageReset() throws {
@@ -184,18 +184,38 @@ struct MemoryCacheRegistryTests {
             let cache = try caches.cache(name, in: location)
             #expect(cache.peek(10, fromHead: true, now: -.infinity).map(\.key) == ["live"], "\(name)")
         }
-        #expect(caches.budget.used == locations.count * MemoryBudget.entrySize(key: "live", value: 1))
+        var charged = 0
+        for (name, location) in locations { charged += try caches.cache(name, in: location).charged }
+        #expect(caches.budget.used == charged)
     }
 
-    @Test func cachesShareTheRegistrysBudget() throws {
-        let size = MemoryBudget.entrySize(key: "k", value: 1)
-        let caches = MemoryCaches(limits: .init(budgetBytes: 2 * size))
-        let one = try caches.create("one", in: Self.common, capacity: 10).cache
-        let two = try caches.create("two", in: try Self.user("u"), capacity: 10).cache
-        try one.set("k", 1, now: Self.now)
-        try two.set("k", 1, now: Self.now)
-        #expect(Self.code { try one.set("l", 1, now: Self.now) } == .memoryFull)
+    @Test func cachesShareTheRegistrysBudgetAndEachOwnersShare() throws {
+        // A share of 4,000 bytes: a cache's fixed cost and a few dozen small entries.
+        let caches = MemoryCaches(limits: .init(budgetBytes: 12_000, userBudgetBytes: 4_000))
+        #expect(caches.budget.shareLimit == 4_000)
+        #expect(MemoryCaches(limits: .init(budgetBytes: 8_000)).budget.shareLimit == 1_000)
+        let common = try caches.create("one", in: Self.common, capacity: 1_000).cache
+        let commonElsewhere = try caches.create("two", in: .common(storage: "s"), capacity: 1_000).cache
+        let user = try caches.create("one", in: try Self.user("u"), capacity: 1_000).cache
+        let userElsewhere = try caches.create("one", in: .user(try UserID("u"), storage: "s"), capacity: 1_000).cache
+        for number in 0..<500 {
+            try common.set("k\(number)", 1, now: Self.now)
+            try commonElsewhere.set("k\(number)", 1, now: Self.now)
+            try user.set("k\(number)", 1, now: Self.now)
+            try userElsewhere.set("k\(number)", 1, now: Self.now)
+        }
+        // Every storage's common space is one owner, every storage of a user another.
+        #expect(caches.budget.used(by: .common) == common.charged + commonElsewhere.charged)
+        #expect(caches.budget.used(by: .common) <= 4_000)
+        #expect(caches.budget.used(by: .user("u")) == user.charged + userElsewhere.charged)
+        #expect(caches.budget.used(by: .user("u")) <= 4_000)
+        #expect(caches.budget.evicted > 0)
+        #expect(common.count > 0 && commonElsewhere.count > 0 && user.count > 0 && userElsewhere.count > 0)
+        // Only an entry larger than a share is refused.
+        #expect(Self.code { try user.set("big", .string(String(repeating: "x", count: 4_000)), now: Self.now) } == .memoryFull)
         #expect(caches.drop(storage: nil, user: nil) == 2)
+        #expect(caches.drop(storage: "s", user: nil) == 2)
         #expect(caches.budget.used == 0)
+        #expect(caches.budget.cacheCount == 0)
     }
 }

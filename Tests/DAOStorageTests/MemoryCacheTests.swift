@@ -249,81 +249,158 @@ struct MemoryCacheTests {
 
     @Test func theEstimateCoversTheLayoutItNames() {
         #expect(MemoryLayout<Value>.stride <= MemoryBudget.valueNodeOverhead)
-        // A list node and an index bucket (key and position) at 3/4 load.
-        let node = MemoryLayout<LRUList<MemoryCache.Slot>.Node>.stride
+        // The list's storage is counted as reserved: the array has the slots counted (the allocator may round up,
+        // to a page for a large one), the index room for as many keys, and each slot is counted for a node and at least
+        // one index bucket.
+        var list = LRUList<MemoryCache.Slot>()
+        for number in 0..<5_000 {
+            list.insertAtHead("key\(number)", MemoryCache.Slot(value: .integer(1), expire: 0, size: 0, tick: 0))
+            let stride = MemoryLayout<LRUList<MemoryCache.Slot>.Node>.stride
+            #expect(list.nodes.capacity >= list.slots && (list.nodes.capacity - list.slots) * stride <= 4096,
+                    "\(number): \(list.nodes.capacity) nodes for \(list.slots) slots")
+        }
+        #expect(list.invariantViolation() == nil)
         let bucket = MemoryLayout<String>.stride + MemoryLayout<Int>.stride
-        #expect(node + bucket * 4 / 3 <= MemoryBudget.entryOverhead)
+        #expect(list.storageBytes >= list.slots * (MemoryLayout<LRUList<MemoryCache.Slot>.Node>.stride + bucket))
+        #expect(list.slots < 2 * list.count)
     }
 
-    @Test func memoryFullOnSetLeavesTheCacheUnchanged() throws {
-        let budget = MemoryBudget(bytes: Self.size("a", 0) + Self.size("b", 1) + 10)
+    @Test func onlyAnEntryLargerThanTheShareIs507AndChangesNothing() throws {
+        let budget = MemoryBudget(bytes: 4_000)
         let cache = try Self.cache(5, ["a", "b"], budget: budget)
         let used = budget.used
-        let error = #expect(throws: StorageError.self) { try cache.set("c", 2, now: Self.now) }
+        let error = #expect(throws: StorageError.self) { try cache.set("c", .string(String(repeating: "x", count: 4_000)), now: Self.now) }
         #expect(error?.code == .memoryFull && error?.status == 507)
-        // A bigger value for a held key does not fit either, and moves nothing.
-        let again = #expect(throws: StorageError.self) { try cache.set("a", "a value longer than ten bytes more", now: Self.now) }
+        let again = #expect(throws: StorageError.self) { try cache.set("a", .string(String(repeating: "x", count: 4_000)), now: Self.now) }
         #expect(again?.code == .memoryFull)
+        let batch = #expect(throws: StorageError.self) {
+            try cache.add([(key: "n", value: 1), (key: "big", value: .string(String(repeating: "x", count: 4_000)))], now: Self.now)
+        }
+        #expect(batch?.code == .memoryFull)
         #expect(Self.order(cache) == ["b", "a"])
         #expect(cache.get("a", now: Self.now) == 0)
         #expect(budget.used == used)
-        // A value of the same size fits: only the difference is reserved.
-        try cache.set("a", 7, now: Self.now)
-        #expect(budget.used == used)
         #expect(cache.invariantViolation() == nil)
     }
 
-    @Test func aFullCacheCyclesInAFullBudgetThroughEviction() throws {
-        // Room for exactly two entries: a third key fits only because the tail leaves.
-        let budget = MemoryBudget(bytes: 2 * Self.size("a", 0))
-        let cache = try Self.cache(2, ["a", "b"], budget: budget)
-        #expect(try cache.set("c", 2, now: Self.now) == 1)
-        #expect(Self.order(cache) == ["c", "b"])
-        #expect(budget.used == budget.limit)
-    }
-
-    @Test func memoryFullOnAddLeavesTheCacheUnchanged() throws {
-        let budget = MemoryBudget(bytes: 4 * Self.size("k0", 0) + 5)
-        let cache = try Self.cache(4, ["k0", "k1", "k2", "k3"], budget: budget)
-        _ = cache.get("k1", now: Self.now)
-        let order = Self.order(cache)
-        let entries = cache.peek(10, fromHead: true, now: Self.now)
-        let used = budget.used
-        // Replaces, removes, evicts, then needs more than the budget has.
-        let batch: [(key: String, value: Value)] = [
-            (key: "k2", value: 9), (key: "k3", value: .null), (key: "n1", value: 1), (key: "n2", value: 2),
-            (key: "n3", value: "a string long enough not to fit"),
-        ]
-        let error = #expect(throws: StorageError.self) { try cache.add(batch, now: Self.now) }
-        #expect(error?.code == .memoryFull)
-        #expect(Self.order(cache) == order)
-        #expect(cache.peek(10, fromHead: true, now: Self.now) == entries)
-        #expect(budget.used == used)
+    @Test func aFullBudgetEvictsTheLeastRecentlyUsedInsteadOfRefusing() throws {
+        let budget = MemoryBudget(bytes: 1_500)
+        let cache = MemoryCache(capacity: 100, budget: budget)
+        for number in 0..<200 {
+            try cache.set("k\(number)", .string("value \(number)"), now: Self.now)
+            #expect(budget.used <= budget.limit)
+            #expect(budget.used == cache.charged)
+        }
+        let held = Self.order(cache)
+        #expect(held.count > 1 && held.count < 100)
+        #expect(held == (0..<held.count).map { "k\(199 - $0)" })
+        #expect(budget.evicted == 200 - held.count)
         #expect(cache.invariantViolation() == nil)
-        // The same batch without its big entry fits, evicting as it goes.
-        #expect(try cache.add(Array(batch.dropLast()), now: Self.now) == 1)
-        #expect(Self.order(cache) == ["n2", "n1", "k2", "k1"])
     }
 
-    @Test func cachesSharingABudgetLimitEachOther() throws {
-        let budget = MemoryBudget(bytes: 3 * Self.size("k", 0))
-        let first = try Self.cache(10, ["k", "l"], budget: budget)
-        let second = try Self.cache(10, ["m"], budget: budget)
-        #expect(throws: StorageError.self) { try second.set("n", 0, now: Self.now) }
-        first.remove("k")
-        try second.set("n", 0, now: Self.now)
-        #expect(second.count == 2 && first.count == 1)
-        first.removeAll()
-        second.removeAll()
-        #expect(budget.used == 0)
+    @Test func cachesOfOneOwnerEvictTheOldestOfThemAll() throws {
+        let budget = MemoryBudget(bytes: 100_000, shareBytes: 2_000)
+        let first = MemoryCache(capacity: 100, budget: budget, owner: .user("ann"))
+        let second = MemoryCache(capacity: 100, budget: budget, owner: .user("ann"))
+        let other = MemoryCache(capacity: 100, budget: budget, owner: .user("bob"))
+        try other.set("bob's", 1, now: Self.now)
+        try first.set("oldest", 1, now: Self.now)
+        try second.set("older", 1, now: Self.now)
+        try first.set("old", 1, now: Self.now)
+        _ = first.get("oldest", now: Self.now)
+        var number = 0
+        while second.count + first.count == 3 + number {
+            try second.set("new\(number)", 1, now: Self.now)
+            number += 1
+        }
+        // The first to go is the least recently used of ann's: "older" in the second cache, not "oldest",
+        // which a get touched; bob's entry stays.
+        #expect(second.get("older", now: Self.now) == nil)
+        #expect(first.get("oldest", now: Self.now) == 1 && first.get("old", now: Self.now) == 1)
+        #expect(other.get("bob's", now: Self.now) == 1)
+        #expect(budget.used(by: .user("ann")) <= 2_000)
+        #expect(budget.used(by: .user("ann")) == first.charged + second.charged)
+    }
+
+    @Test func aFullBudgetEvictsTheWritersOwnFirstThenTheServers() throws {
+        let budget = MemoryBudget(bytes: 6_000, shareBytes: 4_000)
+        let ann = MemoryCache(capacity: 1_000, budget: budget, owner: .user("ann"))
+        let bob = MemoryCache(capacity: 1_000, budget: budget, owner: .user("bob"))
+        let carol = MemoryCache(capacity: 1_000, budget: budget, owner: .user("carol"))
+        for number in 0..<300 { try ann.set("a\(number)", 1, now: Self.now) }
+        #expect(budget.used(by: .user("ann")) <= 4_000)
+        for number in 0..<300 { try bob.set("b\(number)", 1, now: Self.now) }
+        #expect(budget.used <= budget.limit)
+        let annHeld = ann.count
+        #expect(annHeld > 10 && bob.count > 0)
+        // Full: bob's writes evict bob's own oldest, not ann's (older still).
+        for number in 300..<350 { try bob.set("b\(number)", 1, now: Self.now) }
+        #expect(ann.count == annHeld)
+        #expect(bob.get("b349", now: Self.now) == 1)
+        // carol holds nothing: her write takes from the server's least recently used, ann's (her next ones
+        // would take her own first).
+        try carol.set("c0", 1, now: Self.now)
+        #expect(carol.count == 1)
+        #expect(ann.count < annHeld)
+        #expect(ann.get("a299", now: Self.now) == 1)
+        #expect(budget.used <= budget.limit)
+        #expect(budget.used == ann.charged + bob.charged + carol.charged)
+    }
+
+    @Test(arguments: ["prefix", "suffix", "regex", "keys", "one by one", "all", "resize", "purge", "eviction"])
+    func emptyingACacheGivesEverythingBack(_ way: String) throws {
+        let budget = MemoryBudget(bytes: 64 << 20)
+        let cache = MemoryCache(capacity: 20_000, budget: budget)
+        let keys = (0..<20_000).map { "p\($0)x" }
+        try cache.add(keys.map { (key: $0, value: Value.integer(1)) }, now: Self.now)
+        if way == "purge" { for key in keys { try cache.set(key, 1, expire: Self.now + 1, now: Self.now) } }
+        let full = budget.used
+        #expect(full >= cache.bytes + LRUList<MemoryCache.Slot>.storageBytes(slots: 20_000))
+        switch way {
+        case "prefix": cache.remove(prefix: "p")
+        case "suffix": cache.remove(suffix: "x")
+        case "regex": try cache.remove(matching: try CallerRegex("p[0-9]+x"))
+        case "keys": cache.remove(keys: keys)
+        case "one by one": for key in keys { cache.remove(key) }
+        case "all": cache.removeAll()
+        case "resize":
+            cache.resize(1)
+        case "purge": cache.purgeExpired(now: Self.now + 1)
+        default:
+            // The owner's writes to another cache, past its share, evict all of this one (its oldest).
+            let tight = MemoryBudget(bytes: 64 << 20, shareBytes: full)
+            let victim = MemoryCache(capacity: 20_000, budget: tight, owner: .user("ann"))
+            try victim.add(keys.map { (key: $0, value: Value.integer(1)) }, now: Self.now)
+            let writer = MemoryCache(capacity: 100_000, budget: tight, owner: .user("ann"))
+            for key in keys { try writer.set(key + "w", .integer(1), now: Self.now) }
+            #expect(victim.count == 0)
+            #expect(victim.charged == 0)
+            #expect(tight.used == writer.charged)
+            #expect(victim.invariantViolation() == nil && writer.invariantViolation() == nil)
+            cache.removeAll()
+        }
+        #expect(cache.charged == budget.used)
+        if way == "resize" {
+            #expect(cache.count == 1 && budget.used <= 1_000)
+        } else {
+            #expect(cache.count == 0 && budget.used == 0)
+        }
+        #expect(cache.invariantViolation() == nil)
+        // Emptied slowly, one removal at a time, the storage shrinks as it goes.
+        try cache.add(keys.map { (key: $0, value: Value.integer(1)) }, now: Self.now)
+        for key in keys.dropLast(10) { cache.remove(key) }
+        #expect(budget.used < 10_000)
+        #expect(cache.invariantViolation() == nil)
     }
 
     @Test func everyRemovalReleasesItsBytes() throws {
         let budget = MemoryBudget(bytes: 1 << 20)
         let cache = MemoryCache(capacity: 4, budget: budget)
         func expectUsed(_ entries: [(String, Value)], _ comment: Comment) {
-            #expect(budget.used == entries.reduce(0) { $0 + Self.size($1.0, $1.1) }, comment)
-            #expect(cache.bytes == budget.used, comment)
+            #expect(cache.bytes == entries.reduce(0) { $0 + Self.size($1.0, $1.1) }, comment)
+            #expect(budget.used == cache.charged, comment)
+            if entries.isEmpty { #expect(budget.used == 0, comment) }
+            #expect(cache.invariantViolation() == nil, comment)
         }
         try cache.set("a", "12345", now: Self.now)
         expectUsed([("a", "12345")], "set")

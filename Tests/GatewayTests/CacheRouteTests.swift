@@ -133,13 +133,20 @@ import Testing
             .code == "unknown_cache")
     }
 
-    @Test func aFullMemoryBudgetIs507AndChangesNothing() throws {
-        let small = try GatewayFixture(memoryCaches: MemoryCaches.Limits(budgetBytes: 2_000))
-        #expect(small.send("PUT", "/lru/memory/common/c", #"{"capacity": 100}"#).status == 200)
+    @Test func onlyAnEntryLargerThanAUsersShareIs507AndChangesNothing() throws {
+        let small = try GatewayFixture(memoryCaches: MemoryCaches.Limits(budgetBytes: 40_000, userBudgetBytes: 8_000))
+        #expect(small.send("PUT", "/lru/memory/common/c", #"{"capacity": 1000}"#).status == 200)
         #expect(small.send("PUT", "/lru/memory/common/c/entries/a", #"{"value": "small"}"#).status == 200)
-        let full = small.send("PUT", "/lru/memory/common/c/entries/b", #"{"value": "\#(String(repeating: "x", count: 3_000))"}"#)
+        let full = small.send("PUT", "/lru/memory/common/c/entries/b", #"{"value": "\#(String(repeating: "x", count: 8_000))"}"#)
         #expect(full.status == 507 && full.code == "memory_full")
         #expect(small.send("GET", "/lru/memory/common/c").json[member: "count"] == 1)
+        // Smaller entries past the share evict the oldest instead.
+        for number in 0..<40 {
+            let stored = small.send("PUT", "/lru/memory/common/c/entries/k\(number)", #"{"value": "\#(String(repeating: "y", count: 500))"}"#)
+            #expect(stored.status == 200, "\(stored.text)")
+        }
+        #expect(small.send("GET", "/lru/memory/common/c/entries/a").code == "key_not_found")
+        #expect(small.send("GET", "/lru/memory/common/c/entries/k39").status == 200)
     }
 
     // MARK: Cleanup

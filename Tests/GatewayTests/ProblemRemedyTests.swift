@@ -176,6 +176,22 @@ import Testing
         #expect(found >= 40)
     }
 
+    /// docs/errors.md's table lists every code the gateway answers with, at its status: a code added later
+    /// without a row fails here.
+    @Test func theErrorsPageListsEveryCodeAtItsStatus() throws {
+        let page = URL(fileURLWithPath: GatewayFixture.modulesDirectory).deletingLastPathComponent()
+            .appendingPathComponent("docs/errors.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        var rows: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            guard let match = line.wholeMatch(of: /\| (\d{3}) \| ([^|]+) \|.*/) else { continue }
+            for code in match.2.matches(of: /`([a-z_]+)`/) { rows[String(code.1)] = Int(match.1)! }
+        }
+        for (code, status) in Problem.statusOfCode.sorted(by: { $0.key < $1.key }) {
+            #expect(rows[code] == status, "\(code) (\(status)) is \(rows[code].map(String.init) ?? "absent") in docs/errors.md")
+        }
+    }
+
     /// On the wire: the status line's reason phrase and the body's title are the same words.
     @Test func theTitleIsWhatTheStatusLineSays() throws {
         let fixture = try GatewayFixture()

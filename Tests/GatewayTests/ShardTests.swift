@@ -125,7 +125,8 @@ import Testing
         let samples: [PathParameter: String] = [.module: "Messages", .method: "unreadCount", .space: "user", .kind: "memory",
                                                 .business: "biz", .cache: "c", .key: "k"]
         let shardWide = ["/transaction", "/modules", "/healthz", "/openapi.json", "/events", "/admin/reload", "/admin/rekey", "/metrics",
-                         "/storage/usage", "/storages"]
+                         "/storage/usage", "/storages",
+                         "/", "/docs", "/docs/explorer.js", "/docs/explorer.css"]
         var checked = 0
         for route in Gateway.routes {
             let template = route.template.description

@@ -107,6 +107,94 @@ import Testing
         }
     }
 
+    /// `openssl s_client -brief` offering only `suite` (a TLS 1.2 cipher list entry, or with `-tls1_3` a TLS 1.3
+    /// cipher suite): the suite negotiated, nil when the handshake failed.
+    static func negotiated(port: UInt16, suite: String, tls13: Bool = false) throws -> String? {
+        let offer = tls13 ? ["-tls1_3", "-ciphersuites", suite] : ["-tls1_2", "-cipher", suite + "@SECLEVEL=0"]
+        let result = try command("/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-brief"] + offer,
+                                 input: "", timeout: 5)
+        guard result.status == 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("Ciphersuite: ") }) else {
+            return nil
+        }
+        return String(line.dropFirst("Ciphersuite: ".count))
+    }
+
+    /// What GnuTLS's `NORMAL` offered and Mozilla's intermediate profile does not: RSA key exchange (no forward
+    /// secrecy), CBC with SHA-1 or SHA-256 MACs, AES-CCM. Each offered alone by the client, each refused.
+    static let refusedSuites: [(suite: String, tls13: Bool)] = [
+        ("AES256-SHA", false), ("AES128-SHA", false), ("AES128-GCM-SHA256", false), ("AES256-GCM-SHA384", false),
+        ("ECDHE-RSA-AES128-SHA", false), ("ECDHE-RSA-AES256-SHA", false), ("ECDHE-RSA-AES128-SHA256", false),
+        ("DHE-RSA-AES128-SHA", false), ("AES128-CCM", false), ("TLS_AES_128_CCM_SHA256", true),
+    ]
+    /// Mozilla's intermediate suites an RSA certificate serves (DHE needs a client offering FFDHE groups,
+    /// which OpenSSL's does not on TLS 1.2).
+    static let acceptedSuites: [(suite: String, tls13: Bool)] = [
+        ("ECDHE-RSA-AES128-GCM-SHA256", false), ("ECDHE-RSA-AES256-GCM-SHA384", false), ("ECDHE-RSA-CHACHA20-POLY1305", false),
+        ("TLS_AES_128_GCM_SHA256", true), ("TLS_AES_256_GCM_SHA384", true), ("TLS_CHACHA20_POLY1305_SHA256", true),
+    ]
+
+    @Test func offersOnlyForwardSecretAEADSuitesByDefault() throws {
+        try Self.withFolder { folder in
+            let pair = try Pair(in: folder, name: "suites", algorithm: ["rsa:2048"])
+            try withServer(RecordingResponder(), configure: { $0.tls = pair.configuration }) { server throws in
+                for (suite, tls13) in Self.refusedSuites {
+                    #expect(try Self.negotiated(port: server.port, suite: suite, tls13: tls13) == nil, "\(suite) was accepted")
+                }
+                for (suite, tls13) in Self.acceptedSuites {
+                    #expect(try Self.negotiated(port: server.port, suite: suite, tls13: tls13) == suite, "\(suite) was refused")
+                }
+            }
+        }
+    }
+
+    @Test func anECDSACertificateGetsTheECDSASuites() throws {
+        try Self.withFolder { folder in
+            let pair = try Pair(in: folder, name: "ecdsa")
+            try withServer(RecordingResponder(), configure: { $0.tls = pair.configuration }) { server throws in
+                #expect(try Self.negotiated(port: server.port, suite: "ECDHE-ECDSA-AES128-GCM-SHA256") == "ECDHE-ECDSA-AES128-GCM-SHA256")
+                #expect(try Self.negotiated(port: server.port, suite: "ECDHE-ECDSA-AES128-SHA") == nil)
+            }
+        }
+    }
+
+    /// An operator's priority string replaces the profile: GnuTLS's `NORMAL` takes `AES256-SHA` back.
+    @Test func anOperatorsPriorityStringReplacesTheProfile() throws {
+        try Self.withFolder { folder in
+            let pair = try Pair(in: folder, name: "normal", algorithm: ["rsa:2048"])
+            var configuration = pair.configuration
+            configuration.priorities = "NORMAL:-VERS-ALL:+VERS-TLS1.2"
+            try withServer(RecordingResponder(), configure: { $0.tls = configuration }) { server throws in
+                #expect(try Self.negotiated(port: server.port, suite: "AES256-SHA") == "AES256-SHA")
+                #expect(try Self.negotiated(port: server.port, suite: "TLS_AES_128_GCM_SHA256", tls13: true) == nil)
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("NORMAL:+NO-SUCH-THING", "is not one GnuTLS takes at '+NO-SUCH-THING'"),
+        ("SECURE256:bogus", "is not one GnuTLS takes at 'bogus'"),
+        ("", "is not one GnuTLS takes"),
+        ("NORMAL:-CIPHER-ALL", "No or insufficient priorities were set"),
+    ])
+    func aBadPriorityStringStopsTheStart(_ priorities: String, _ reason: String) throws {
+        try Self.withFolder { folder in
+            let pair = try Pair(in: folder, name: "bad")
+            var configuration = pair.configuration
+            configuration.priorities = priorities
+            let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1, tls: configuration),
+                                    responder: RecordingResponder())
+            do throws(HTTPServerError) {
+                try server.start()
+                Issue.record("started with the priorities '\(priorities)'")
+                server.shutdown()
+            } catch {
+                #expect(error.message.contains(reason), "\(error.message)")
+                #expect(error.message.contains("cannot start the HTTPS server"), "\(error.message)")
+            }
+            #expect(server.port == 0)
+        }
+    }
+
     @Test func refusesToStartOnAnUnreadableOrMismatchedPair() throws {
         try Self.withFolder { folder in
             let first = try Pair(in: folder, name: "first")

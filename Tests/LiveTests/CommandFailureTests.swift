@@ -151,7 +151,7 @@ import Testing
         let missing = folder.appendingPathComponent("token").path
         Self.expectRunFailure(try Self.daogate(["serve", "--log-level", "error", "--port", "0", "--data", folder.appendingPathComponent("data").path,
                                                 "--key-file", folder.appendingPathComponent("key").path]), "serve",
-                              "the encryption key: ")
+                              "the encryption key (--key-dir or DAOGATE_KEY_DIR, --key-file or DAOGATE_KEY_FILE, or DAOGATE_KEY): ")
         try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).write(to: folder.appendingPathComponent("key"))
         Self.expectRunFailure(try Self.daogate(["serve", "--log-level", "error", "--port", "0", "--data", folder.appendingPathComponent("data").path,
                                                 "--key-file", folder.appendingPathComponent("key").path,

@@ -7,9 +7,17 @@
 /// node are O(1) and no node is a class instance of its own (no allocation or
 /// reference counting per entry beyond the key and payload themselves).
 ///
+/// Its storage is sized in `slots`: the node array and the index are reserved
+/// for that many keys together, grow by doubling (up to `slotLimit`) when a
+/// key finds no free slot, and shrink (`compactIfSparse`) when at most a
+/// quarter of the slots are in use, so that what the list holds follows what
+/// it holds now, not the most it ever held. `storageBytes` is what the slots
+/// take, for a caller that counts memory.
+///
 /// Positions are slot indices: stable while their node stays in the list,
-/// reused after it leaves. The head is the most recently used node, the tail
-/// the least. A value type: callers put it behind their own lock.
+/// reused after it leaves, all changed by a compaction. The head is the most
+/// recently used node, the tail the least. A value type: callers put it
+/// behind their own lock.
 struct LRUList<Payload> {
     /// One slot: a linked node, or a free slot (no payload, `next` links the
     /// free list) whose key and payload were released when it was freed.
@@ -28,8 +36,19 @@ struct LRUList<Payload> {
     private var headSlot: Int32 = -1
     private var tailSlot: Int32 = -1
     private var freeSlot: Int32 = -1
+    /// The keys the node array and the index are reserved for.
+    private(set) var slots = 0
+    /// The most slots the list grows to by doubling (a cache's capacity and
+    /// one: a write may hold one key over it before evicting); past it, one
+    /// slot at a time.
+    var slotLimit = Int(Int32.max)
 
-    init() {}
+    /// The fewest slots a list that holds anything reserves.
+    static var minimumSlots: Int { 2 }
+
+    init(slotLimit: Int = Int(Int32.max)) {
+        self.slotLimit = slotLimit
+    }
 
     /// The number of keys in the list.
     var count: Int { index.count }
@@ -57,6 +76,12 @@ struct LRUList<Payload> {
     /// Replaces the payload at a linked position, leaving the order alone.
     mutating func setPayload(_ payload: Payload, at position: Int) {
         nodes[position].payload = payload
+    }
+
+    /// Changes the payload at a linked position in place.
+    mutating func modifyPayload(at position: Int, _ change: (inout Payload) -> Void) {
+        guard nodes[position].payload != nil else { preconditionFailure("LRUList: position \(position) is not linked") }
+        change(&nodes[position].payload!)
     }
 
     /// The position before `position` towards the head (more recent).
@@ -159,7 +184,64 @@ struct LRUList<Payload> {
 
     /// Empties the list and gives back its storage.
     mutating func removeAll() {
-        self = LRUList()
+        self = LRUList(slotLimit: slotLimit)
+    }
+
+    // MARK: Storage
+
+    /// The bytes the storage for `slots` keys takes: the node array (its
+    /// header and nodes) and the index (its header, and a key, a position and
+    /// a bit of metadata per bucket, buckets being a power of two that keeps
+    /// the load at most 3/4, as Swift's `Dictionary` does). The key's and the
+    /// payload's own heap allocations are not in it.
+    static func storageBytes(slots: Int) -> Int {
+        guard slots > 0 else { return 0 }
+        var buckets = 1
+        while buckets * 3 < slots * 4 { buckets <<= 1 }
+        let nodes = 32 + slots * MemoryLayout<Node>.stride
+        let index = 64 + buckets * (MemoryLayout<String>.stride + MemoryLayout<Int>.stride) + buckets / 8
+        return nodes + index
+    }
+
+    /// The bytes the list's storage takes now.
+    var storageBytes: Int { Self.storageBytes(slots: slots) }
+
+    /// The slots the list will have once one more key is inserted: more than
+    /// now only when no slot is free.
+    var slotsAfterInsert: Int {
+        guard freeSlot == Self.none, nodes.count == slots else { return slots }
+        return slots < slotLimit ? min(max(Self.minimumSlots, slots * 2), slotLimit) : slots + 1
+    }
+
+    /// Rebuilds the list in fewer slots (twice its keys, at least
+    /// `minimumSlots`) when at most a quarter of its slots hold a key, keeping
+    /// the order; empty, it gives everything back. True when it shrank: every
+    /// position changed.
+    @discardableResult
+    mutating func compactIfSparse() -> Bool {
+        if isEmpty {
+            guard slots > 0 else { return false }
+            removeAll()
+            return true
+        }
+        guard slots > Self.minimumSlots, count * 4 <= slots else { return false }
+        var compact = LRUList(slotLimit: slotLimit)
+        compact.reserve(slots: max(Self.minimumSlots, min(count * 2, max(slotLimit, count))))
+        var slot = tailSlot
+        while slot != Self.none {
+            let node = nodes[Int(slot)]
+            compact.insertAtHead(node.key, node.payload!)
+            slot = node.previous
+        }
+        self = compact
+        return true
+    }
+
+    /// Reserves the node array and the index for `slots` keys.
+    private mutating func reserve(slots wanted: Int) {
+        nodes.reserveCapacity(wanted)
+        index.reserveCapacity(wanted)
+        slots = wanted
     }
 
     // MARK: Links
@@ -172,6 +254,7 @@ struct LRUList<Payload> {
             return slot
         }
         precondition(nodes.count < Int(Int32.max), "LRUList: more than Int32.max nodes")
+        if nodes.count == slots { reserve(slots: slotsAfterInsert) }
         nodes.append(Node(key: key, payload: payload, previous: Self.none, next: Self.none))
         return Int32(nodes.count - 1)
     }
@@ -229,6 +312,9 @@ struct LRUList<Payload> {
             unused = nodes[Int(unused)].next
         }
         guard index.count + freeCount == nodes.count else { return "\(nodes.count) slots, \(index.count) linked, \(freeCount) free" }
+        guard nodes.count <= slots, nodes.capacity >= slots, index.capacity >= slots || slots == 0 else {
+            return "\(nodes.count) nodes in \(slots) slots: the array has room for \(nodes.capacity), the index for \(index.capacity)"
+        }
         return nil
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DAOEngine
 import DAOValue
 import Synchronization
@@ -20,10 +23,15 @@ public struct MemoryEntry: Sendable, Equatable {
 /// used entry when it is full: the reference's `APLRUMemoryCache`.
 ///
 /// Thread-safe: one `Mutex` guards the state, and every operation holds it
-/// once. Keys are checked by the caller (`Names.checkKey`). Each entry's bytes
-/// (`MemoryBudget.entrySize`) are reserved in the shared budget before the
-/// entry is held and released whenever it leaves, whatever the path: replaced,
-/// removed, evicted, expired, dropped.
+/// once. Keys are checked by the caller (`Names.checkKey`). Everything the
+/// cache holds is reserved in its owner's share of the shared budget before
+/// it is held, and released whenever it leaves, whatever the path (replaced,
+/// removed, evicted, expired, dropped): each entry's bytes
+/// (`MemoryBudget.entrySize`), the storage of its list and index
+/// (`LRUList.storageBytes`, which grows by doubling and shrinks when three
+/// quarters of it are unused) and its fixed cost (`overhead`, reserved by
+/// whoever creates it, `MemoryCaches`). A write that does not fit makes room
+/// by eviction (`MemoryBudget.makeRoom`), outside the cache's lock.
 ///
 /// Expired entries are forgotten lazily, as the reference does: `get` of an
 /// expired entry removes it and answers nil; `exists` and `peek` treat it as
@@ -33,22 +41,36 @@ public struct MemoryEntry: Sendable, Equatable {
 /// not) and is counted by the removals that take it away, which are not given
 /// the time.
 public final class MemoryCache: Sendable {
-    /// The budget this cache's entries are counted in.
+    /// The budget this cache's bytes are counted in.
     public let budget: MemoryBudget
+    /// Whose share the cache counts in.
+    public let owner: MemoryOwner
+    let account: MemoryBudget.Account
     private let state: Mutex<State>
+
+    /// How many times a write makes room and tries again before it gives up
+    /// (other writers may take the room it made meanwhile).
+    static let attempts = 16
 
     /// What the lock guards.
     struct State {
-        var list = LRUList<Slot>()
+        var list: LRUList<Slot>
         var capacity: Int
-        /// The sum of the entries' sizes: what this cache holds of the budget.
+        /// The sum of the entries' sizes.
         var bytes = 0
+        /// What the list's storage is counted for: its `storageBytes` after every operation.
+        var storage = 0
+        /// The fixed cost reserved for the cache, released when it closes.
+        var overhead: Int
         /// How many entries have an expiry, so that purging a cache without
         /// any does not walk it.
         var expiring = 0
         /// Deleted from its registry: holds nothing, takes nothing, so that a
         /// caller still holding it cannot reserve bytes no one will release.
         var closed = false
+
+        /// What the cache holds of the budget.
+        var charged: Int { bytes + storage + overhead }
     }
 
     /// One entry's payload in the list.
@@ -56,22 +78,30 @@ public final class MemoryCache: Sendable {
         var value: Value
         var expire: Double
         var size: Int
+        /// When it was last set or read (`MemoryBudget.nextTick`).
+        var tick: UInt64
 
         func isExpired(at now: Double) -> Bool { expire != 0 && expire <= now }
     }
 
     /// A cache of at most `capacity` entries (at least 1: `MemoryCaches`
-    /// checks what clients ask for) counting its bytes in `budget`.
-    public init(capacity: Int, budget: MemoryBudget) {
+    /// checks what clients ask for) counting its bytes in `budget`, in
+    /// `owner`'s share; `overhead` bytes were reserved for it in that share
+    /// already, and are released when it closes.
+    public init(capacity: Int, budget: MemoryBudget, owner: MemoryOwner = .common, overhead: Int = 0) {
         precondition(capacity >= 1, "MemoryCache: capacity \(capacity)")
         self.budget = budget
-        state = Mutex(State(capacity: capacity))
+        self.owner = owner
+        account = budget.account(for: owner)
+        state = Mutex(State(list: LRUList(slotLimit: capacity + 1), capacity: capacity, overhead: overhead))
+        budget.join(self)
     }
 
     deinit {
-        // A cache dropped without `removeAll` still gives its bytes back.
-        let bytes = state.withLock { $0.bytes }
-        if bytes > 0 { budget.release(bytes) }
+        // A cache dropped without `close` still gives its bytes back.
+        let charged = state.withLock { $0.charged }
+        budget.release(charged, for: account)
+        budget.leave(ObjectIdentifier(self), owner: owner)
     }
 
     /// The most entries the cache holds.
@@ -81,8 +111,12 @@ public final class MemoryCache: Sendable {
     /// note): at most `capacity`.
     public var count: Int { state.withLock { $0.list.count } }
 
-    /// The bytes the entries are counted for in the budget.
+    /// The bytes the entries are counted for.
     public var bytes: Int { state.withLock { $0.bytes } }
+
+    /// Everything the cache holds of the budget: its entries, its list's
+    /// storage and its fixed cost.
+    public var charged: Int { state.withLock { $0.charged } }
 
     /// The cache and its counts in one look.
     public var info: (capacity: Int, count: Int, bytes: Int) {
@@ -91,16 +125,49 @@ public final class MemoryCache: Sendable {
 
     // MARK: Writing
 
+    /// What a write does under the lock: done (with its answer), or short of
+    /// room (nothing changed).
+    private enum Attempt<Answer> {
+        case done(Answer)
+        case short(MemoryBudget.Shortfall)
+    }
+
+    /// Runs `attempt` under the lock until it is done, making room by
+    /// eviction (outside the lock) each time it falls short. Nothing to
+    /// evict three times running is a full share or budget (once may be
+    /// other writers' reservations in flight, released a moment later).
+    private func write<Answer>(_ attempt: () throws(StorageError) -> Attempt<Answer>) throws(StorageError) -> Answer {
+        var shortfall: MemoryBudget.Shortfall?
+        var fruitless = 0
+        for _ in 0..<Self.attempts {
+            switch try attempt() {
+            case .done(let answer): return answer
+            case .short(let short):
+                shortfall = short
+                if budget.makeRoom(short, for: account) {
+                    fruitless = 0
+                } else {
+                    fruitless += 1
+                    guard fruitless < 3 else { throw memoryFull(short) }
+                    sched_yield()
+                }
+            }
+        }
+        throw memoryFull(shortfall)
+    }
+
     /// Stores `value` under `key` as the most recently used entry
-    /// (`setObject:forKey:expire:`) and answers how many entries were evicted
-    /// to make room (0 or 1).
+    /// (`setObject:forKey:expire:`) and answers how many entries the cache's
+    /// capacity evicted to make room (0 or 1).
     ///
     /// `expire` is a timestamp in seconds since 1970: 0 never expires, one at
     /// or before `now` removes the key and stores nothing (the entry would be
     /// expired at once). A `.null` value removes the key, as the reference's
-    /// nil object does. Throws `.invalidValue` for a negative or non-finite
-    /// `expire`, `.memoryFull` when the budget cannot cover the entry (the
-    /// cache is then unchanged), `.unknownCache` once the cache was deleted.
+    /// nil object does. When the owner's share or the budget is full, least
+    /// recently used entries are evicted (`MemoryBudget`). Throws
+    /// `.invalidValue` for a negative or non-finite `expire`, `.memoryFull`
+    /// for an entry larger than a share (the cache is then unchanged),
+    /// `.unknownCache` once the cache was deleted.
     @discardableResult
     public func set(_ key: String, _ value: Value, expire: Double = 0, now: Double) throws(StorageError) -> Int {
         guard expire.isFinite, expire >= 0 else {
@@ -109,94 +176,100 @@ public final class MemoryCache: Sendable {
         if value.isNull || (expire != 0 && expire <= now) {
             return try state.withLock { state throws(StorageError) -> Int in
                 try state.checkOpen()
-                if let position = state.list.position(of: key) { budget.release(state.remove(at: position).slot.size) }
+                if let position = state.list.position(of: key) {
+                    let freed = state.remove(at: position).slot.size + state.settle()
+                    budget.release(freed, for: account)
+                }
                 return 0
             }
         }
         // Sizing walks the value: outside the lock.
         let size = MemoryBudget.entrySize(key: key, value: value)
-        let slot = Slot(value: value, expire: expire, size: size)
-        return try state.withLock { state throws(StorageError) -> Int in
+        try checkFits(size)
+        let slot = Slot(value: value, expire: expire, size: size, tick: budget.nextTick())
+        return try write { () throws(StorageError) -> Attempt<Int> in try state.withLock { state throws(StorageError) -> Attempt<Int> in
             try state.checkOpen()
             let existing = state.list.position(of: key)
             // What leaves: the entry replaced, or the tail when a new key
-            // would overflow the capacity.
+            // would overflow the capacity; what grows: the list's storage
+            // when a new key finds no free slot.
             var freed = 0
             var evicts = false
+            var growth = 0
             if let existing {
                 freed = state.list.payload(at: existing).size
             } else if state.list.count >= state.capacity, let tail = state.list.tail {
                 freed = state.list.payload(at: tail).size
                 evicts = true
+            } else {
+                growth = LRUList<Slot>.storageBytes(slots: state.list.slotsAfterInsert) - state.storage
             }
-            if size > freed {
-                guard budget.reserve(size - freed) else { throw memoryFull(needing: size - freed) }
-            } else if size < freed {
-                budget.release(freed - size)
-            }
+            let needed = size + growth - freed
+            if needed > 0, let shortfall = budget.reserve(needed, for: account) { return .short(shortfall) }
+            if needed < 0 { budget.release(-needed, for: account) }
             if let existing {
                 state.replace(at: existing, with: slot)
                 state.list.moveToHead(existing)
             } else {
-                state.insert(key, slot)
                 if evicts { _ = state.removeTail() }
+                state.insert(key, slot)
+                assert(state.storage == state.list.storageBytes, "MemoryCache: storage \(state.storage), counted \(state.list.storageBytes)")
             }
-            return evicts ? 1 : 0
-        }
+            return .done(evicts ? 1 : 0)
+        } }
     }
 
     /// Stores the entries in order, none expiring, so that the last given ends
-    /// most recent (`addObjects:`), and answers how many entries were evicted.
+    /// most recent (`addObjects:`), and answers how many entries the cache's
+    /// capacity evicted. `.null` values remove their key.
     ///
-    /// `.null` values remove their key. All or nothing: when the budget cannot
-    /// cover what the cache holds once every entry is applied, it throws
-    /// `.memoryFull` and the cache is as it was (the batch is applied, then
-    /// undone step by step when its net growth does not fit). `now` is not
-    /// used today, since nothing added expires; it keeps the writes' shape.
+    /// Each entry is stored as `set` stores it, evicting as it goes (a batch
+    /// larger than the capacity or the share keeps its last entries). Throws
+    /// `.memoryFull` before anything changes when one value is larger than a
+    /// share. `now` is not used today, since nothing added expires; it keeps
+    /// the writes' shape.
     @discardableResult
     public func add(_ entries: [(key: String, value: Value)], now: Double) throws(StorageError) -> Int {
-        let sizes = entries.map { $0.value.isNull ? 0 : MemoryBudget.entrySize(key: $0.key, value: $0.value) }
-        return try state.withLock { state throws(StorageError) -> Int in
-            try state.checkOpen()
-            let before = state.bytes
-            var undo: [Undo] = []
-            var evicted = 0
-            for (entry, size) in zip(entries, sizes) {
-                if let position = state.list.position(of: entry.key) {
-                    let after = state.list.position(before: position).map(state.list.key(at:))
-                    let removed = state.remove(at: position)
-                    undo.append(.reinsert(removed.key, removed.slot, after: after))
-                }
-                guard !entry.value.isNull else { continue }
-                state.insert(entry.key, Slot(value: entry.value, expire: 0, size: size))
-                undo.append(.unlinkInserted(entry.key))
-                while state.list.count > state.capacity, let tail = state.list.tail {
-                    let after = state.list.position(before: tail).map(state.list.key(at:))
-                    let removed = state.remove(at: tail)
-                    undo.append(.reinsert(removed.key, removed.slot, after: after))
-                    evicted += 1
-                }
-            }
-            let delta = state.bytes - before
-            if delta > 0, !budget.reserve(delta) {
-                for step in undo.reversed() { state.undo(step) }
-                assert(state.bytes == before, "MemoryCache.add: undo left \(state.bytes) bytes, not \(before)")
-                throw memoryFull(needing: delta)
-            }
-            if delta < 0 { budget.release(-delta) }
-            return evicted
+        for entry in entries where !entry.value.isNull {
+            try checkFits(MemoryBudget.entrySize(key: entry.key, value: entry.value))
+        }
+        var evicted = 0
+        for entry in entries {
+            evicted += try set(entry.key, entry.value, now: now)
+        }
+        return evicted
+    }
+
+    /// Throws `.memoryFull` for an entry no eviction can make room for: one
+    /// that a share cannot hold with the smallest list's storage.
+    private func checkFits(_ size: Int) throws(StorageError) {
+        guard size + LRUList<Slot>.storageBytes(slots: LRUList<Slot>.minimumSlots) <= budget.shareLimit else {
+            throw StorageError(.memoryFull, "an entry counted as \(size) bytes is larger than one user's share of the memory caches, \(budget.shareLimit) bytes")
         }
     }
 
-    /// A step of a batch that failed, undone in reverse order: each puts back
-    /// the state right before its step, so positions named by key are there.
-    enum Undo {
-        case unlinkInserted(String)
-        case reinsert(String, Slot, after: String?)
+    /// Reserves the cache's fixed cost (what `MemoryCaches` does as it
+    /// creates one), evicting to make room as a write does.
+    func reserveOverhead(_ bytes: Int) throws(StorageError) {
+        guard bytes > 0 else { return }
+        try checkFits(bytes)
+        try write { () throws(StorageError) -> Attempt<Void> in try state.withLock { state throws(StorageError) -> Attempt<Void> in
+            try state.checkOpen()
+            if let shortfall = budget.reserve(bytes, for: account) { return .short(shortfall) }
+            state.overhead += bytes
+            return .done(())
+        } }
     }
 
-    private func memoryFull(needing bytes: Int) -> StorageError {
-        StorageError(.memoryFull, "the memory caches hold \(budget.used) of \(budget.limit) bytes; \(bytes) more do not fit")
+    private func memoryFull(_ shortfall: MemoryBudget.Shortfall?) -> StorageError {
+        switch shortfall {
+        case .share(let bytes)?:
+            StorageError(.memoryFull, "this user's memory caches hold \(account.used) of the \(budget.shareLimit) bytes a user may hold, and nothing of theirs is left to evict for \(bytes) more")
+        case .budget(let bytes)?:
+            StorageError(.memoryFull, "the memory caches hold \(budget.used) of \(budget.limit) bytes, and nothing is left to evict for \(bytes) more")
+        case nil:
+            StorageError(.memoryFull, "the memory caches hold \(budget.used) of \(budget.limit) bytes")
+        }
     }
 
     // MARK: Reading
@@ -208,9 +281,11 @@ public final class MemoryCache: Sendable {
             guard let position = state.list.touch(key) else { return nil }
             let slot = state.list.payload(at: position)
             guard !slot.isExpired(at: now) else {
-                budget.release(state.remove(at: position).slot.size)
+                budget.release(state.remove(at: position).slot.size + state.settle(), for: account)
                 return nil
             }
+            let tick = budget.nextTick()
+            state.list.modifyPayload(at: position) { $0.tick = tick }
             return slot.value
         }
     }
@@ -250,7 +325,7 @@ public final class MemoryCache: Sendable {
     public func remove(_ key: String) -> Bool {
         state.withLock { state -> Bool in
             guard let position = state.list.position(of: key) else { return false }
-            budget.release(state.remove(at: position).slot.size)
+            budget.release(state.remove(at: position).slot.size + state.settle(), for: account)
             return true
         }
     }
@@ -260,7 +335,7 @@ public final class MemoryCache: Sendable {
     public func removeAll() -> Int {
         state.withLock { state -> Int in
             let removed = state.list.count
-            state.clear(releasingTo: budget)
+            budget.release(state.clear(), for: account)
             return removed
         }
     }
@@ -312,19 +387,21 @@ public final class MemoryCache: Sendable {
         precondition(capacity >= 1, "MemoryCache: capacity \(capacity)")
         return state.withLock { state -> Int in
             state.capacity = capacity
+            state.list.slotLimit = capacity + 1
             var evicted = 0
             var freed = 0
             while state.list.count > capacity, let removed = state.removeTail() {
                 freed += removed.slot.size
                 evicted += 1
             }
-            if freed > 0 { budget.release(freed) }
+            budget.release(freed + state.settle(), for: account)
             return evicted
         }
     }
 
     /// Removes the entries expired at `now` and answers how many, and how
-    /// many bytes they gave back.
+    /// many bytes they were counted for (what the list's storage gives back
+    /// as it shrinks is released too, and not in that figure).
     @discardableResult
     public func purgeExpired(now: Double) -> (entries: Int, bytes: Int) {
         state.withLock { state -> (entries: Int, bytes: Int) in
@@ -335,7 +412,7 @@ public final class MemoryCache: Sendable {
                 bytes += state.remove(at: position).slot.size
                 entries += 1
             }
-            if bytes > 0 { budget.release(bytes) }
+            budget.release(bytes + state.settle(), for: account)
             return (entries, bytes)
         }
     }
@@ -345,11 +422,39 @@ public final class MemoryCache: Sendable {
     /// reserve bytes. Answers how many entries and bytes it held.
     @discardableResult
     func close() -> (entries: Int, bytes: Int) {
-        state.withLock { state -> (entries: Int, bytes: Int) in
+        let held = state.withLock { state -> (entries: Int, bytes: Int) in
             let held = (state.list.count, state.bytes)
-            state.clear(releasingTo: budget)
+            budget.release(state.clear() + state.overhead, for: account)
+            state.overhead = 0
             state.closed = true
             return held
+        }
+        budget.leave(ObjectIdentifier(self), owner: owner)
+        return held
+    }
+
+    // MARK: Eviction
+
+    /// The recency of the least recently used entry; nil when the cache holds none.
+    var tailTick: UInt64? {
+        state.withLock { state in state.list.tail.map { state.list.payload(at: $0).tick } }
+    }
+
+    /// Evicts least recently used entries to free `bytes` (what
+    /// `MemoryBudget.makeRoom` asks): at least one, and on while the next
+    /// one's recency is older than `bound` (the next cache's oldest).
+    /// Answers how many entries left and the bytes released.
+    func evict(atLeast bytes: Int, whileOlderThan bound: UInt64) -> (entries: Int, bytes: Int) {
+        state.withLock { state -> (entries: Int, bytes: Int) in
+            var entries = 0
+            var freed = 0
+            while let tail = state.list.tail, entries == 0 || (freed < bytes && state.list.payload(at: tail).tick <= bound) {
+                freed += state.remove(at: tail).slot.size
+                entries += 1
+            }
+            freed += state.settle()
+            budget.release(freed, for: account)
+            return (entries, freed)
         }
     }
 
@@ -370,7 +475,7 @@ public final class MemoryCache: Sendable {
             let positions = select(state)
             var freed = 0
             for position in positions { freed += state.remove(at: position).slot.size }
-            if freed > 0 { budget.release(freed) }
+            budget.release(freed + state.settle(), for: account)
             return positions.count
         }
     }
@@ -394,6 +499,7 @@ public final class MemoryCache: Sendable {
             }
             guard bytes == state.bytes else { return "entries of \(bytes) bytes counted as \(state.bytes)" }
             guard expiring == state.expiring else { return "\(expiring) expiring entries counted as \(state.expiring)" }
+            guard state.storage == state.list.storageBytes else { return "storage of \(state.list.storageBytes) bytes counted as \(state.storage)" }
             if state.closed, state.list.count > 0 { return "a closed cache holds \(state.list.count) entries" }
             return nil
         }
@@ -405,10 +511,12 @@ extension MemoryCache.State {
         guard !closed else { throw StorageError(.unknownCache, "the cache was deleted") }
     }
 
-    /// Inserts a key not held at the head, counting its bytes (not reserving them).
-    mutating func insert(_ key: String, _ slot: MemoryCache.Slot, after position: Int? = nil) {
-        list.insert(key, slot, after: position)
+    /// Inserts a key not held at the head, counting its bytes and the list's
+    /// storage (not reserving them).
+    mutating func insert(_ key: String, _ slot: MemoryCache.Slot) {
+        list.insertAtHead(key, slot)
         bytes += slot.size
+        storage = list.storageBytes
         if slot.expire != 0 { expiring += 1 }
     }
 
@@ -434,30 +542,28 @@ extension MemoryCache.State {
         return remove(at: tail)
     }
 
-    /// Empties the list and releases everything it held.
-    mutating func clear(releasingTo budget: MemoryBudget) {
-        if bytes > 0 { budget.release(bytes) }
+    /// Empties the list and answers the bytes it held, entries and storage
+    /// (the caller releases them).
+    mutating func clear() -> Int {
+        let held = bytes + storage
         list.removeAll()
         bytes = 0
+        storage = 0
         expiring = 0
+        return held
+    }
+
+    /// Shrinks the list's storage when it is mostly unused (after removals),
+    /// and answers the bytes that gives back (the caller releases them).
+    /// Positions change: call it last.
+    mutating func settle() -> Int {
+        guard list.compactIfSparse() else { return 0 }
+        let before = storage
+        storage = list.storageBytes
+        return before - storage
     }
 
     func expiredPositions(at now: Double) -> [Int] {
         list.positions(fromHead: true).filter { list.payload(at: $0).isExpired(at: now) }
-    }
-
-    mutating func undo(_ step: MemoryCache.Undo) {
-        switch step {
-        case .unlinkInserted(let key):
-            guard let position = list.position(of: key) else { preconditionFailure("MemoryCache: undo finds no '\(key)'") }
-            _ = remove(at: position)
-        case .reinsert(let key, let slot, let after):
-            var position: Int?
-            if let after {
-                guard let found = list.position(of: after) else { preconditionFailure("MemoryCache: undo finds no '\(after)'") }
-                position = found
-            }
-            insert(key, slot, after: position)
-        }
     }
 }

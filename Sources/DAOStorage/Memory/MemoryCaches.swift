@@ -2,7 +2,9 @@ import DAOEngine
 import Synchronization
 
 /// The memory caches of a process, by name within each storage location,
-/// all counting their bytes in one budget.
+/// all counting their bytes in one budget, each in its owner's share of it:
+/// a user's caches (in every storage) count in that user's share, the common
+/// spaces' caches (of every storage) in the common share.
 ///
 /// The reference's callers hold their `APLRUMemoryCache` instances; a
 /// server's clients cannot, so caches are named and live here until deleted
@@ -17,12 +19,20 @@ public final class MemoryCaches: Sendable {
         public var maximumCachesPerLocation: Int
         /// The bytes all caches may hold together.
         public var budgetBytes: Int
+        /// The bytes one user's caches (or the common spaces') may hold
+        /// together; nil: an eighth of `budgetBytes`.
+        public var userBudgetBytes: Int?
 
-        public init(maximumCapacity: Int = 100_000, maximumCachesPerLocation: Int = 16, budgetBytes: Int = 256 << 20) {
+        public init(maximumCapacity: Int = 100_000, maximumCachesPerLocation: Int = 16, budgetBytes: Int = 256 << 20,
+                    userBudgetBytes: Int? = nil) {
             self.maximumCapacity = maximumCapacity
             self.maximumCachesPerLocation = maximumCachesPerLocation
             self.budgetBytes = budgetBytes
+            self.userBudgetBytes = userBudgetBytes
         }
+
+        /// The share one owner may hold: `userBudgetBytes`, or an eighth of the budget.
+        public var shareBytes: Int { min(budgetBytes, userBudgetBytes ?? budgetBytes / 8) }
     }
 
     public let limits: Limits
@@ -52,16 +62,38 @@ public final class MemoryCaches: Sendable {
 
     public init(limits: Limits = .init()) {
         self.limits = limits
-        budget = MemoryBudget(bytes: limits.budgetBytes)
+        budget = MemoryBudget(bytes: limits.budgetBytes, shareBytes: limits.shareBytes)
+    }
+
+    /// Whose share a location's caches count in.
+    static func owner(of location: StorageLocation) -> MemoryOwner {
+        switch location {
+        case .user(let user, _): .user(user.rawValue)
+        case .common, .file: .common
+        }
+    }
+
+    /// What a cache costs before it holds anything: `MemoryBudget.cacheOverhead`
+    /// and the bytes of its name and location.
+    static func overhead(of id: CacheID) -> Int {
+        let location = switch id.location {
+        case .user(let user, let storage): user.rawValue.utf8.count + (storage?.utf8.count ?? 0)
+        case .common(let storage): storage?.utf8.count ?? 0
+        case .file(let path): path.utf8.count
+        }
+        return MemoryBudget.cacheOverhead + id.name.utf8.count + location
     }
 
     /// Creates the cache `name` in `location` with `capacity`, or, when it
     /// exists, sets its capacity (evicting the least recently used entries
-    /// beyond a smaller one).
+    /// beyond a smaller one). A new cache reserves its fixed cost
+    /// (`overhead(of:)`) in its owner's share, evicting to make room as a
+    /// write does.
     ///
     /// Throws `.invalidName` for a name that is not one, `.invalidValue` for
     /// a capacity below 1, `.limitExceeded` for one above `maximumCapacity`
-    /// or for a cache past `maximumCachesPerLocation` in the location.
+    /// or for a cache past `maximumCachesPerLocation` in the location,
+    /// `.memoryFull` when nothing is left to evict for its fixed cost.
     public func create(_ name: String, in location: StorageLocation, capacity: Int) throws(StorageError)
         -> (cache: MemoryCache, created: Bool, evicted: Int)
     {
@@ -71,17 +103,34 @@ public final class MemoryCaches: Sendable {
             throw StorageError(.limitExceeded, "a cache's capacity is at most \(limits.maximumCapacity), not \(capacity)")
         }
         let id = CacheID(location: location, name: name)
-        let (cache, created) = try registry.withLock { registry throws(StorageError) -> (MemoryCache, Bool) in
-            if let cache = registry.caches[id] { return (cache, false) }
+        func existing(_ registry: borrowing Registry) throws(StorageError) -> MemoryCache? {
+            if let cache = registry.caches[id] { return cache }
             let count = registry.names[location]?.count ?? 0
             guard count < limits.maximumCachesPerLocation else {
                 throw StorageError(.limitExceeded, "\(location) has \(count) memory caches, the most it may have")
             }
-            let cache = MemoryCache(capacity: capacity, budget: budget)
-            registry.caches[id] = cache
-            registry.names[location, default: []].insert(name)
-            return (cache, true)
+            return nil
         }
+        if let cache = try registry.withLock({ registry throws(StorageError) in try existing(registry) }) {
+            return (cache, false, cache.resize(capacity))
+        }
+        // The fixed cost is reserved outside the registry's lock (making
+        // room evicts from other caches); a cache made meanwhile under the
+        // same name wins, and this one goes.
+        let fresh = MemoryCache(capacity: capacity, budget: budget, owner: Self.owner(of: location))
+        do {
+            try fresh.reserveOverhead(Self.overhead(of: id))
+        } catch {
+            fresh.close()
+            throw error
+        }
+        let (cache, created) = try registry.withLock { registry throws(StorageError) -> (MemoryCache, Bool) in
+            if let cache = try existing(registry) { return (cache, false) }
+            registry.caches[id] = fresh
+            registry.names[location, default: []].insert(name)
+            return (fresh, true)
+        }
+        if !created { fresh.close() }
         // Resizing takes the cache's lock, not the registry's: other caches'
         // lookups need not wait for the evictions. A cache deleted meanwhile
         // comes back closed, as if deleted right after: writes to it answer

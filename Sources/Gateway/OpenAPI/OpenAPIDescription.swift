@@ -359,7 +359,7 @@ public struct OpenAPIDescription {
         (500, "The module or its data failed the call, or a value was encrypted with a key the server's keyring no longer holds (key_missing, naming it in keyId); nothing was changed."),
         (502, "A shard this operation needed did not answer as it should (move_failed)."),
         (503, "The database is busy, the server is stopping, or this user's bucket is moving between shards (bucket_moving, with Retry-After)."),
-        (507, "The memory the caches may use is spent (memory_full), or what the user stores (all storages together), or the common space, reached the size the operator allows (storage_full)."),
+        (507, "A memory cache entry is larger than one user's share of the memory caches, or nothing is left to evict for it (memory_full); or what the user stores (all storages together), or the common space, reached the size the operator allows (storage_full)."),
     ]
 
     mutating func addCommonComponents() {

@@ -128,7 +128,13 @@ enum ResultReference {
                     default: next = nil
                     }
                     guard let next else {
-                        throw invalid(call, text, "\(walked) is \(value.kindPhrase), which has no member '\(token.prefix(80))'")
+                        var what = value.kindPhrase
+                        if case .object(let object) = value {
+                            what += " (" + object.keys.prefix(10).joined(separator: ", ") + (object.count > 10 ? ", …)" : ")")
+                        } else if case .array(let elements) = value {
+                            what += " of \(elements.count)"
+                        }
+                        throw invalid(call, text, "\(walked) is \(what), which has no member '\(token.prefix(80))'")
                     }
                     value = next
                     walked += "/" + escaped(token)

@@ -140,4 +140,28 @@ import Testing
         let reference = (document?["components"] as? [String: Any]).flatMap { $0["schemas"] as? [String: Any] }?["ResultReference"]
         #expect(reference != nil)
     }
+
+    /// The console examples of the pages this feature documents, run as printed on a fresh server over `modules/`.
+    @Test(arguments: ["docs/transactions.md", "docs/http-api.md"])
+    func theDocumentedExamplesAnswerAsPrinted(page: String) throws {
+        let server = try LiveServer()
+        let text = try String(contentsOf: LiveServer.root.appendingPathComponent(page), encoding: .utf8)
+        var commands = 0
+        for block in text.components(separatedBy: "```console\n").dropFirst() {
+            let lines = block.components(separatedBy: "\n```")[0].components(separatedBy: "\n")
+            var index = 0
+            while index < lines.count {
+                guard lines[index].hasPrefix("$ ") else { index += 1; continue }
+                let command = String(lines[index].dropFirst(2)).replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(server.port)")
+                var expected: [String] = []
+                index += 1
+                while index < lines.count && !lines[index].hasPrefix("$ ") { expected.append(lines[index]); index += 1 }
+                let output = try run("/bin/bash", ["-c", command])
+                #expect(output.trimmingCharacters(in: .newlines) == expected.joined(separator: "\n").trimmingCharacters(in: .newlines),
+                        "\(command)")
+                commands += 1
+            }
+        }
+        #expect(commands >= 3)
+    }
 }

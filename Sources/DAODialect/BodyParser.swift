@@ -86,7 +86,7 @@ struct Scope {
     }
 
     var knownNames: String {
-        let names = arguments.map(\.name) + items.map(\.name) + globals.sorted() + [Module.userIDGlobal]
+        let names = arguments.map(\.name) + items.map(\.name) + globals.sorted()
         return names.isEmpty ? "it has no arguments" : "known: " + names.joined(separator: ", ")
     }
 }

@@ -62,6 +62,20 @@ extension Engine {
 }
 
 extension CallResult {
+    /// A member of `json` without writing it out: `result`, or `ok`, `changes`, `lastInsertRowId`.
+    func member(_ name: String) -> Value? {
+        switch self {
+        case .value(let value): return name == "result" ? value : nil
+        case .write(let write):
+            switch name {
+            case "ok": return .bool(true)
+            case "changes": return .integer(Int64(write.changes))
+            case "lastInsertRowId": return .integer(write.lastInsertRowID)
+            default: return nil
+            }
+        }
+    }
+
     /// The result as the API writes it, which a result reference points into:
     /// `{"result": …}` for a select, `{"ok": true, "changes": N, "lastInsertRowId": ID}` for a write.
     public var json: Value {
@@ -117,27 +131,13 @@ enum ResultReference {
         case .object(let members):
             if let target = members[member] {
                 let (text, tokens) = try pointer(target, members.count, call: call)
-                var value = results[Int(tokens[0])!].json
-                var walked = "/" + tokens[0]
-                for token in tokens.dropFirst() {
-                    let next: Value?
-                    switch value {
-                    case .object(let object): next = object[token]
-                    case .array(let elements):
-                        next = index(token).flatMap { $0 < elements.count ? elements[$0] : nil }
-                    default: next = nil
-                    }
-                    guard let next else {
-                        var what = value.kindPhrase
-                        if case .object(let object) = value {
-                            what += " (" + object.keys.prefix(10).joined(separator: ", ") + (object.count > 10 ? ", …)" : ")")
-                        } else if case .array(let elements) = value {
-                            what += " of \(elements.count)"
-                        }
-                        throw invalid(call, text, "\(walked) is \(what), which has no member '\(token.prefix(80))'")
-                    }
-                    value = next
-                    walked += "/" + escaped(token)
+                let result = results[Int(tokens[0])!]
+                // The result's own members are read without writing the result out as JSON.
+                guard tokens.count > 1, var value = result.member(tokens[1]) else {
+                    return try walk(result.json, tokens[1...], from: "/" + tokens[0], text, call: call)
+                }
+                if tokens.count > 2 {
+                    value = try walk(value, tokens[2...], from: "/" + tokens[0] + "/" + escaped(tokens[1]), text, call: call)
                 }
                 return value
             }
@@ -156,6 +156,34 @@ enum ResultReference {
         }
     }
 
+    /// The value at `tokens` in `value` (reached by `walked`), or `invalid_reference` naming the first member missing.
+    private static func walk(_ value: Value, _ tokens: ArraySlice<String>, from walked: String, _ text: String,
+                             call: Int) throws(EngineError) -> Value {
+        var value = value
+        var walked = walked
+        for token in tokens {
+            let next: Value?
+            switch value {
+            case .object(let object): next = object[token]
+            case .array(let elements):
+                next = index(token).flatMap { $0 < elements.count ? elements[$0] : nil }
+            default: next = nil
+            }
+            guard let next else {
+                var what = value.kindPhrase
+                if case .object(let object) = value {
+                    what += " (" + object.keys.prefix(10).joined(separator: ", ") + (object.count > 10 ? ", …)" : ")")
+                } else if case .array(let elements) = value {
+                    what += " of \(elements.count)"
+                }
+                throw invalid(call, text, "\(walked) is \(what), which has no member '\(token.prefix(80))'")
+            }
+            value = next
+            walked += "/" + escaped(token)
+        }
+        return value
+    }
+
     /// A reference's pointer, as written and as tokens (unescaped), the first an earlier call's index.
     private static func pointer(_ target: Value, _ memberCount: Int, call: Int) throws(EngineError) -> (String, [String]) {
         guard case .string(let text) = target else {
@@ -167,8 +195,14 @@ enum ResultReference {
         guard text.first == "/" else {
             throw invalid(call, text, "a JSON Pointer starts with '/' and its first token is an earlier call's index, as in \"/0/lastInsertRowId\"")
         }
+        let parts = text.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         var tokens: [String] = []
-        for part in text.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+        tokens.reserveCapacity(parts.count)
+        for part in parts {
+            guard part.utf8.contains(UInt8(ascii: "~")) else {
+                tokens.append(String(part))
+                continue
+            }
             var token = ""
             var characters = part.makeIterator()
             while let character = characters.next() {
@@ -193,8 +227,9 @@ enum ResultReference {
 
     /// An array index token: `0`, or digits not starting with `0`.
     private static func index(_ token: String) -> Int? {
-        guard !token.isEmpty, token.count <= 18, token.allSatisfy({ $0.isASCII && $0.isNumber }),
-              token == "0" || token.first != "0" else { return nil }
+        let digits = token.utf8
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              digits.count == 1 || digits.first != UInt8(ascii: "0") else { return nil }
         return Int(token)
     }
 

@@ -166,9 +166,9 @@ call("ChatMessages", "latest", {"limit": 10}, user="u", table="chat_2")
 def transaction(body, expect=200):
     global calls
     calls += 1
-    api = importlib.import_module("daogate_client.api.daogate.transaction")
+    api = importlib.import_module("daogate_client.api.daogate.daogate_transaction")
     models = importlib.import_module("daogate_client.models")
-    arguments = {"client": client, "body": models.TransactionBody.from_dict(body)}
+    arguments = {"client": client, "body": models.DaogateTransactionBody.from_dict(body)}
     headers = {}
     if secret_file:
         arguments["client"] = AuthenticatedClient(base_url=client_url, token=token(None), raise_on_unexpected_status=True)

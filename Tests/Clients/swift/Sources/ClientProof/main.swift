@@ -305,10 +305,10 @@ if let results = chainedResults?.results, results.count == 3 {
 let forward = Operations.DaogateTransaction.Input.Body.JsonPayload(calls: [
     .init(arguments: try referring("index", to: "/0/lastInsertRowId"), method: "getItem", module: .demo),
 ])
-let refused = await same("transaction with a reference to itself", "/transaction", body: forward, expect: 400) {
+let selfReference = await same("transaction with a reference to itself", "/transaction", body: forward, expect: 400) {
     try await client.daogateTransaction(body: .json(forward)).badRequest.body.applicationProblemJson
 }
-check(refused?.code == "invalid_reference", "transaction with a reference to itself: \(String(describing: refused))")
+check(selfReference?.code == "invalid_reference", "transaction with a reference to itself: \(String(describing: selfReference))")
 
 // MARK: The key-value store, in the user's space.
 

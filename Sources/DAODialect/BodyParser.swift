@@ -12,6 +12,8 @@ struct ModuleContext {
     let globals: Set<String>
     let encryptedProperties: [String: Set<String>]
     let anyEncryptedProperty: Set<String>
+    /// Set when a method reads the built-in `userId` (`Module.usesUserID`).
+    let userIDUse = Use()
 
     init(file: String, tableName: String?, consts: [String: (value: String, line: Int)],
          fragments: [String: XMLElement], cyclic: Set<String>, globals: Set<String>,
@@ -27,17 +29,25 @@ struct ModuleContext {
     }
 }
 
+/// Whether something was used while parsing: shared by the scopes of a module's methods.
+final class Use {
+    var used = false
+}
+
 /// The names visible at a point of a method body, and the slots they live in.
 struct Scope {
     var arguments: [MethodArgument]
     var globals: Set<String>
+    /// Marked when the body reads the built-in `userId`; an upgrade's scope has none (it reads null).
+    var userIDUse: Use?
     /// `foreach` items in scope, innermost last.
     var items: [(name: String, slot: Int, elementClass: String?)] = []
     var localCount: Int
 
-    init(arguments: [MethodArgument], globals: Set<String>) {
+    init(arguments: [MethodArgument], globals: Set<String>, userIDUse: Use? = nil) {
         self.arguments = arguments
         self.globals = globals
+        self.userIDUse = userIDUse
         self.localCount = arguments.count
     }
 
@@ -55,6 +65,10 @@ struct Scope {
         if let item = items.last(where: { $0.name == name }) { return .local(item.slot) }
         if let index = arguments.firstIndex(where: { $0.name == name }) { return .local(index) }
         if globals.contains(name) { return .global(name) }
+        if name == Module.userIDGlobal {
+            userIDUse?.used = true
+            return .global(name)
+        }
         return nil
     }
 
@@ -456,6 +470,9 @@ struct BodyParser {
         }
         if reservedNames.contains(item.lowercased()) {
             throw failure(line, "the foreach item cannot be named '\(item)', a keyword of expressions")
+        }
+        if item == Module.userIDGlobal {
+            throw failure(line, "the foreach item cannot be named '\(item)': it is the built-in global with the caller's user id")
         }
         if scope.isDeclared(item) {
             throw failure(line, "the foreach item '\(item)' shadows an argument or an enclosing item of the same name")

@@ -42,6 +42,12 @@ public final class Module: Sendable {
     /// Names declared by daogate's `globals` attribute: the global arguments
     /// (`globalArguments`) the module's methods may read.
     public let globals: [String]
+    /// Whether a method of the module reads `userId`, the built-in global with the caller's user id.
+    public let usesUserID: Bool
+    /// The built-in global every method may read: the caller's user id (a string), null when the call has no
+    /// user. Set by the engine from the call's context, never from arguments: no argument, `foreach` item
+    /// or declared global may take its name (a load error).
+    public static let userIDGlobal = "userId"
     /// Methods in file order.
     public let methods: [Method]
     public let maps: [String: ResultMap]
@@ -54,7 +60,7 @@ public final class Module: Sendable {
     /// `setEncryptMethod`, a cipher per DAO); nil: the keyring's current key.
     public let keyID: String?
 
-    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int], keyID: String? = nil) {
+    init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], usesUserID: Bool = false, methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int], keyID: String? = nil) {
         self.name = name
         self.file = file
         self.line = line
@@ -72,6 +78,7 @@ public final class Module: Sendable {
         self.storage = storage
         self.database = database
         self.globals = globals
+        self.usesUserID = usesUserID
         self.methods = methods
         self.maps = maps
         self.upgrades = upgrades

@@ -203,6 +203,8 @@ struct ModuleParser {
                 let global = part.trimmingCharacters(in: .whitespaces)
                 if !isIdentifier(global) || reservedNames.contains(global.lowercased()) {
                     error(line, "global argument name '\(global)' must be an identifier and not a keyword")
+                } else if global == Module.userIDGlobal {
+                    error(line, "'\(global)' is built in (the caller's user id): every method may read it without declaring it")
                 } else if globals.contains(global) {
                     error(line, "global argument '\(global)' is declared twice")
                 } else {
@@ -269,6 +271,7 @@ struct ModuleParser {
             initializer: initializer,
             userDependent: userDependent, adminOnly: adminOnly, adminOnlyMethods: adminOnlyMethods,
             scanAllowed: scanAllowed, scanAllowedMethods: scanAllowedMethods, storage: storage, database: database, globals: globals,
+            usesUserID: context.userIDUse.used,
             methods: methods, maps: declarations.maps, upgrades: upgrades,
             encryptedProperties: declarations.encryptedProperties, methodIndex: methodIndex, keyID: keyID)
     }
@@ -457,7 +460,7 @@ struct ModuleParser {
         }
         let errorCount = errors.count
         let arguments = parseArguments(element.attribute("arguments") ?? "", line: line)
-        var scope = Scope(arguments: arguments, globals: context.globals)
+        var scope = Scope(arguments: arguments, globals: context.globals, userIDUse: context.userIDUse)
 
         var foreach: MethodForeach?
         if let text = element.attribute("foreach") {
@@ -470,6 +473,8 @@ struct ModuleParser {
                     error(line, "the foreach item '\(item)' has the name of an argument")
                 } else if reservedNames.contains(item.lowercased()) {
                     error(line, "the foreach item cannot be named '\(item)', a keyword of expressions")
+                } else if item == Module.userIDGlobal {
+                    error(line, "the foreach item cannot be named '\(item)': it is the built-in global with the caller's user id")
                 } else {
                     let slot = scope.push(item: item, elementClass: arguments[collection].type.flatMap(elementClass))
                     foreach = MethodForeach(collection: collection, item: item, itemSlot: slot)
@@ -543,6 +548,8 @@ struct ModuleParser {
                 error(line, "argument '\(declaration)' must be an identifier, optionally with a $ prefix")
             } else if reservedNames.contains(name.lowercased()) {
                 error(line, "an argument cannot be named '\(name)', a keyword of expressions")
+            } else if name == Module.userIDGlobal {
+                error(line, "an argument cannot be named '\(name)': it is the built-in global with the caller's user id, which no caller may set")
             } else if arguments.contains(where: { $0.name == name }) {
                 error(line, "argument '\(name)' is declared twice")
             } else {

@@ -1,5 +1,4 @@
 import DAOSQLite
-import CSQLite
 import DAODialect
 import DAOValue
 
@@ -75,13 +74,17 @@ extension Engine {
     // MARK: Writes
 
     /// Runs a write method's runs on the writer, inside the caller's transaction.
+    ///
+    /// Its `lastInsertRowID` is the last row it inserted, 0 for none, while `last_insert_rowid()` in its SQL
+    /// names the connection's previous insert, as in SQLite: in a transaction, the earlier call's row.
     func write(_ target: Target, _ runs: [RenderedRun], on db: Database) throws(EngineError) -> WriteResult {
-        sqlite3_set_last_insert_rowid(db.handle, 0)
         var changes = 0
-        for run in runs {
-            changes += try execute(run, target.origin, on: db)
+        let inserted = try db.lastRowIDInserted { () throws(EngineError) in
+            for run in runs {
+                changes += try execute(run, target.origin, on: db)
+            }
         }
-        return WriteResult(changes: changes, lastInsertRowID: db.lastInsertRowID)
+        return WriteResult(changes: changes, lastInsertRowID: inserted)
     }
 
     /// One run: its statements, or for `<try>` its except branch when they fail.

@@ -311,10 +311,14 @@ extension Engine {
     }
 
     /// A call's arguments in the slots its method renders from, each checked (declared type and inferred
-    /// shape) as it is placed: one walk.
-    private func frame(of call: Call, _ target: Target) throws(RenderError) -> Frame {
+    /// shape) as it is placed: one walk. The built-in global `userId` is the context's user (null without
+    /// one, or without a context: the initializer running by itself).
+    private func frame(of call: Call, _ target: Target, _ context: CallContext?) throws(RenderError) -> Frame {
         let method = target.method
-        let globals = globals(of: target.module)
+        var globals = globals(of: target.module)
+        if target.module.usesUserID {
+            globals[Module.userIDGlobal] = context?.user.map(Value.string) ?? .null
+        }
         let argumentChecks = argumentChecks
         guard let checks = argumentChecks.checks(of: method) else {
             return try method.frame(arguments: call.arguments, globals: globals)
@@ -325,9 +329,9 @@ extension Engine {
     }
 
     /// Renders a call: nothing runs when this throws.
-    func render(_ call: Call, _ target: Target) throws(EngineError) -> [RenderedRun] {
+    func render(_ call: Call, _ target: Target, _ context: CallContext?) throws(EngineError) -> [RenderedRun] {
         do {
-            return try target.method.render(frame: try frame(of: call, target), table: target.table.name)
+            return try target.method.render(frame: try frame(of: call, target, context), table: target.table.name)
         } catch {
             throw EngineError(error)
         }
@@ -337,9 +341,9 @@ extension Engine {
     public func call(_ call: Call, context: CallContext = CallContext()) throws(EngineError) -> CallResult {
         let target = try target(of: call, context: context)
         if target.method.kind == .select, target.method.foreach == nil, let statement = target.method.singleStatement {
-            return .value(try select(call, statement, target))
+            return .value(try select(call, statement, target, context))
         }
-        let runs = try render(call, target)
+        let runs = try render(call, target, context)
         return try withDatabase(target.location) { database throws(EngineError) in
             if target.method.kind == .select {
                 return .value(try reading(target, in: database) { db throws(EngineError) in
@@ -353,10 +357,10 @@ extension Engine {
     }
 
     /// The common select: one statement, no `foreach`, no `<try>`.
-    private func select(_ call: Call, _ statement: SQLStatement, _ target: Target) throws(EngineError) -> Value {
+    private func select(_ call: Call, _ statement: SQLStatement, _ target: Target, _ context: CallContext) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
-            var frame = try frame(of: call, target)
+            var frame = try frame(of: call, target, context)
             switch try statement.render(frame: &frame, table: target.table.name, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil
@@ -372,48 +376,6 @@ extension Engine {
             }
             return try reading(target, in: database) { db throws(EngineError) in
                 try query(rendered, type, target.origin, on: db)
-            }
-        }
-    }
-
-    /// Runs several calls in one transaction of one database: all or nothing
-    /// (the reference's `daoTransaction`). Every call must use the same
-    /// database; the result lists each call's result.
-    public func transaction(_ calls: [Call], context: CallContext = CallContext()) throws(EngineError) -> [CallResult] {
-        var targets: [Target] = []
-        var renders: [[RenderedRun]] = []
-        for (index, call) in calls.enumerated() {
-            do throws(EngineError) {
-                let target = try target(of: call, context: context)
-                if let first = targets.first, first.location != target.location {
-                    throw EngineError(.invalidArguments, "module \(target.module.name) uses another database (\(target.location)) than module \(first.module.name) (\(first.location)); a transaction runs in one database")
-                }
-                targets.append(target)
-                renders.append(try render(call, target))
-            } catch {
-                var failure = error
-                failure.callIndex = index
-                throw failure
-            }
-        }
-        guard let location = targets.first?.location else { return [] }
-        return try withDatabase(location) { database throws(EngineError) in
-            try writing(targets, in: database) { db throws(EngineError) in
-                try transaction(db) { () throws(EngineError) in
-                    var results: [CallResult] = []
-                    for (index, target) in targets.enumerated() {
-                        do throws(EngineError) {
-                            results.append(target.method.kind == .select
-                                ? .value(try select(target, renders[index], on: db))
-                                : .write(try write(target, renders[index], on: db)))
-                        } catch {
-                            var failure = error
-                            failure.callIndex = index
-                            throw failure
-                        }
-                    }
-                    return results
-                }
             }
         }
     }

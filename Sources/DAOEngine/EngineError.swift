@@ -11,6 +11,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
         case unknownMethod = "unknown_method"
         /// The arguments do not fit the method (see `render`).
         case invalidArguments = "invalid_arguments"
+        /// A transaction call's result reference (`{"$result": pointer}`) is malformed or points to nothing.
+        case invalidReference = "invalid_reference"
         /// A user-dependent module was called without a user id.
         case userRequired = "user_required"
         case invalidUser = "invalid_user"
@@ -61,6 +63,8 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     public var owner: String?
     /// The key id of a `keyMissing` error.
     public var keyID: String?
+    /// For `invalidReference`, the reference's JSON Pointer as sent (at most 200 characters).
+    public var reference: String?
 
     public init(_ code: Code, _ message: String, method: String? = nil, line: Int? = nil,
                 sqlite: SQLiteError? = nil, render: RenderError? = nil) {
@@ -117,7 +121,7 @@ public struct EngineError: Error, Sendable, CustomStringConvertible {
     /// Whether the caller can fix it by sending something else (a 4xx).
     public var isCallersFault: Bool {
         switch code {
-        case .unknownModule, .unknownMethod, .invalidArguments, .userRequired, .invalidUser, .invalidTable,
+        case .unknownModule, .unknownMethod, .invalidArguments, .invalidReference, .userRequired, .invalidUser, .invalidTable,
              .invalidStorage, .constraintViolation, .tooBig, .invalidRegex, .tableOwned, .tooManyStorages:
             true
         case .statementFailed, .busy, .upgradeFailed, .resultConversion, .encryption, .keyMissing, .storageFailed, .overloaded, .storageFull:

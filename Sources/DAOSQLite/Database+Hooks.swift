@@ -52,6 +52,10 @@ public final class ChangeHooks {
     var watching: Bool?
     var rows: [RowChange] = []
     var overflowed = false
+    /// The rowid `Database.lastRowIDInserted(during:)` watches inserts of (the connection's last insert rowid
+    /// when it began), and whether a row of that rowid was inserted since.
+    var probedRowid: Int64?
+    var probeHit = false
 
     public init(isWatched: @escaping () -> Bool, committed: @escaping (_ changes: [RowChange], _ overflowed: Bool) -> Void) {
         self.isWatched = isWatched
@@ -59,6 +63,7 @@ public final class ChangeHooks {
     }
 
     func record(_ operation: Int32, table: UnsafePointer<CChar>?, rowid: Int64) {
+        if operation == SQLITE_INSERT, rowid == probedRowid { probeHit = true }
         if watching == nil { watching = isWatched() }
         guard watching == true, let table else { return }
         guard rows.count < Self.maximumRows else {
@@ -118,6 +123,30 @@ extension Database {
         guard let hooks = changeHooks, hooks.watching != nil, !isClosed, !isInTransaction else { return }
         hooks.publish()
     }
+
+    /// Runs `body` and returns the rowid of the last row it inserted, 0 when it inserted none, leaving
+    /// `last_insert_rowid()` as SQLite sets it: statements in `body` see the inserts before it, as in SQLite.
+    ///
+    /// A changed `lastInsertRowID` is `body`'s insert; an unchanged one is too when the update hook saw a row
+    /// of that very rowid inserted (a child row numbered as its parent in another table), and otherwise means
+    /// that `body` inserted nothing. A savepoint or transaction rolled back inside restores both
+    /// (`inSavepoint`, `inTransaction`). Installs hooks that report to nobody when `observeChanges` has not.
+    public func lastRowIDInserted<E: Error>(during body: () throws(E) -> Void) throws(E) -> Int64 {
+        if changeHooks == nil { observeChanges(ChangeHooks(isWatched: { false }, committed: { _, _ in })) }
+        guard let hooks = changeHooks else { try body(); return 0 }
+        let before = lastInsertRowID
+        hooks.probedRowid = before
+        hooks.probeHit = false
+        defer { hooks.probedRowid = nil; hooks.probeHit = false }
+        try body()
+        let after = lastInsertRowID
+        return after != before || hooks.probeHit ? after : 0
+    }
+
+    /// The insert probe's state, to restore when a savepoint rolls back.
+    var probeMark: Bool { changeHooks?.probeHit ?? false }
+
+    func restoreProbe(_ hit: Bool) { changeHooks?.probeHit = hit }
 
     /// Whether `observeChanges` installed hooks on this connection.
     public var isObservingChanges: Bool { changeHooks != nil }

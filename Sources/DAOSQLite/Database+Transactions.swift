@@ -10,11 +10,15 @@ extension Database {
 
     /// Runs `body` inside `BEGIN … COMMIT`; any error thrown rolls back and is rethrown.
     ///
+    /// A rollback also puts `lastInsertRowID` back as it was at `BEGIN` (SQLite leaves it naming a row
+    /// that was rolled back), so it names a row that exists. The same holds for `inSavepoint`.
+    ///
     /// Inside a transaction already, `body` runs in a savepoint instead
     /// (`inSavepoint(_:)`), so nesting rolls back only the inner part. A
     /// failed `COMMIT` rolls back too and throws its `SQLiteError`.
     public func inTransaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         if sqlite3_get_autocommit(try requireConnection()) == 0 { return try inSavepoint(body) }
+        let lastInsert = lastInsertRowID
         try cachedStatement(kind == .immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED").run()
         do {
             let result = try body()
@@ -22,6 +26,7 @@ extension Database {
             return result
         } catch {
             rollbackIfInTransaction()
+            sqlite3_set_last_insert_rowid(handle, lastInsert)
             throw error
         }
     }
@@ -35,6 +40,8 @@ extension Database {
         defer { savepointDepth -= 1 }
         let name = "s_\(savepointDepth)"
         let changes = changeMark
+        let lastInsert = lastInsertRowID
+        let probe = probeMark
         try cachedStatement("SAVEPOINT \(name)").run()
         do {
             let result = try body()
@@ -48,6 +55,8 @@ extension Database {
                 forgetChanges(since: changes)
                 _ = try? cachedStatement("RELEASE \(name)").run()
             }
+            sqlite3_set_last_insert_rowid(handle, lastInsert)
+            restoreProbe(probe)
             throw error
         }
     }

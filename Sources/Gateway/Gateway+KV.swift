@@ -10,24 +10,53 @@ import HTTPTransport
 /// | `GET /kv/{space}/{business}/{key}` | the entry; `?type=` insists on a type, `?default=` (JSON) answers when absent |
 /// | `PUT /kv/{space}/{business}/{key}` | `{"value", "type"?, "encrypted"?, "purgeable"?}` |
 /// | `DELETE /kv/{space}/{business}/{key}` | `{"deleted": bool}` |
-/// | `GET /kv/{space}/{business}` | the business's keys (`?prefix=`) |
+/// | `GET /kv/{space}/{business}` | the business's keys (`?prefix=`), with `?values=true` their values, in pages (`?limit=`, `?after=`) |
 /// | `DELETE /kv/{space}/{business}` | every entry of the business |
 ///
 /// `{space}` is `common` or `user` (the caller's own, by `X-User-Id`), in
 /// the storage `X-Storage` names. The key is the rest of the path, so it may
 /// hold `/`.
 extension Gateway {
-    /// `GET /kv/{space}/{business}`: the business's keys.
+    /// `GET /kv/{space}/{business}`: the business's keys in key order; with `?values=true` each with its value
+    /// (decrypted as the single-key GET does), the reference's `getAll`. `?limit=` (1 to 1000; 100 by default
+    /// with values, else all) and `?after=KEY` page through them: `next`, present when more follow, is the
+    /// `after` of the next page.
     func kvList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let request = call.request
+        let location = try storageLocation(space: call.parameters.space, request)
+        let values: Bool
+        switch request.queryValue("values") {
+        case nil, "false": values = false
+        case "true": values = true
+        case let other?: throw Problem(400, "invalid_value", "values is true or false, not '\(other.prefix(40))'")
+        }
+        var limit: Int? = values ? Self.kvPageDefault : nil
+        if let text = request.queryValue("limit") {
+            guard let number = Int(text), (1...Self.kvPageMaximum).contains(number) else {
+                throw Problem(400, "invalid_value", "limit is a whole number from 1 to \(Self.kvPageMaximum), not '\(text.prefix(40))'")
+            }
+            limit = number
+        }
+        let after = request.queryValue("after")
         return try storage {
-            let keys = try kv.keys(call.parameters.business, prefix: call.request.queryValue("prefix"), in: location)
-            return json(["keys": .array(keys.map { key in
-                ["key": .string(key.key), "type": .string(key.type.rawValue), "encrypted": .bool(key.encrypted),
-                 "purgeable": .bool(key.purgeable), "updated": .double(key.updated)]
-            })], call.encoding)
+            let page = try kv.list(call.parameters.business, prefix: request.queryValue("prefix"), after: after, limit: limit,
+                                   values: values, in: location)
+            var body: OrderedObject = ["keys": .array(page.entries.map { entry in
+                var item: OrderedObject = [
+                    "key": .string(entry.key.key), "type": .string(entry.key.type.rawValue), "encrypted": .bool(entry.key.encrypted),
+                    "purgeable": .bool(entry.key.purgeable), "updated": .double(entry.key.updated)]
+                if let value = entry.value { item["value"] = value }
+                return .object(item)
+            })]
+            if page.more, let last = page.entries.last { body["next"] = .string(last.key.key) }
+            return json(.object(body), call.encoding)
         }
     }
+
+    /// Entries a page of `GET /kv/{space}/{business}?values=true` holds unless `limit` says.
+    static let kvPageDefault = 100
+    /// The most entries one page of the listing holds.
+    static let kvPageMaximum = 1000
 
     /// `DELETE /kv/{space}/{business}`: every entry of the business.
     func kvDeleteBusiness(_ call: RouteCall) throws(Problem) -> HTTPResponse {

@@ -48,7 +48,7 @@ public struct Problem: Error, Sendable {
     static func status(of code: EngineError.Code) -> Int {
         switch code {
         case .unknownModule, .unknownMethod: 404
-        case .invalidArguments, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
+        case .invalidArguments, .invalidReference, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
         case .constraintViolation, .tableOwned, .tooManyStorages: 409
         case .tooBig: 413
         case .busy, .overloaded: 503
@@ -73,6 +73,7 @@ public struct Problem: Error, Sendable {
         if let line = error.line { extensions["line"] = .integer(Int64(line)) }
         if let index = error.callIndex { extensions["call"] = .integer(Int64(index)) }
         if let keyID = error.keyID { extensions["keyId"] = .string(keyID) }
+        if let reference = error.reference { extensions["reference"] = .string(reference) }
     }
 
     init(_ error: RenderError) {

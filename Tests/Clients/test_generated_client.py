@@ -162,6 +162,43 @@ assert [message.body for message in latest.result] == ["yo", "hi"]
 call("ChatMessages", "clear", user="u", table="chat_1")
 call("ChatMessages", "latest", {"limit": 10}, user="u", table="chat_2")
 
+# A transaction whose later calls use earlier results: ResultReference values, made with the generated model.
+def transaction(body, expect=200):
+    global calls
+    calls += 1
+    api = importlib.import_module("daogate_client.api.daogate.daogate_transaction")
+    models = importlib.import_module("daogate_client.models")
+    arguments = {"client": client, "body": models.DaogateTransactionBody.from_dict(body)}
+    headers = {}
+    if secret_file:
+        arguments["client"] = AuthenticatedClient(base_url=client_url, token=token(None), raise_on_unexpected_status=True)
+        headers["Authorization"] = f"Bearer {token(None)}"
+    response = api.sync_detailed(**arguments)
+    got = response.parsed.to_dict()
+    status, expected = curl("/transaction", body, headers)
+    if response.status_code != status or status != expect:
+        failures.append(f"transaction: status {response.status_code} (client) vs {status} (curl), expected {expect}: {got}")
+    elif got != expected:
+        failures.append(f"transaction: the client got {got}, curl got {expected}")
+    return got
+
+
+def reference(pointer):
+    return importlib.import_module("daogate_client.models").ResultReference.from_dict({"$result": pointer}).to_dict()
+
+
+chained = transaction({"calls": [
+    {"module": "Demo", "method": "insertItem", "arguments": {"content": "parent"}},
+    {"module": "Demo", "method": "getItem", "arguments": {"index": reference("/0/lastInsertRowId")}},
+    {"module": "Demo", "method": "insertItem", "arguments": [reference("/1/result")]},
+]})
+assert chained["results"][1] == {"result": "parent"}, chained
+assert chained["results"][2]["lastInsertRowId"] == chained["results"][0]["lastInsertRowId"] + 1, chained
+refused = transaction({"calls": [
+    {"module": "Demo", "method": "getItem", "arguments": {"index": reference("/0/lastInsertRowId")}},
+]}, expect=400)
+assert refused["code"] == "invalid_reference" and refused["call"] == 0, refused
+
 print(f"{calls} calls through the generated client and curl")
 if failures:
     print("\n".join(failures))

@@ -57,7 +57,7 @@ import Testing
         }
         #expect(Set(ids).count == ids.count, "operationIds repeat: \(ids)")
         for module in modules {
-            for method in module.methods where method.name != module.initializer {
+            for method in module.methods {
                 let operation = try operation(module.name, method.name)
                 #expect(operation[member: "operationId"]?.stringValue == "\(module.name)_\(method.name)")
                 #expect(operation[member: "tags"] == [.string(module.name)])

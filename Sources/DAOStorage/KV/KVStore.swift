@@ -183,24 +183,37 @@ public final class KVStore: Sendable {
     /// The keys of a business in key order, without their values; with a
     /// prefix, only the keys that start with it.
     public func keys(_ business: String, prefix: String? = nil, in location: StorageLocation) throws -> [KVKey] {
+        try list(business, prefix: prefix, values: false, in: location).entries.map(\.key)
+    }
+
+    /// A page of a business's entries in key order (byte order of their UTF-8), the reference's
+    /// `SharedPreferences.getAll` in pages: those whose key starts with `prefix`, after the key `after`, at
+    /// most `limit` (nil: all), each with its value (decrypted, as `get` gives it) when `values` is set.
+    /// `more` says whether entries follow the page (the next page starts after its last key).
+    public func list(_ business: String, prefix: String? = nil, after: String? = nil, limit: Int? = nil, values: Bool,
+                     in location: StorageLocation) throws -> (entries: [(key: KVKey, value: Value?)], more: Bool) {
         try Names.checkBusiness(business)
         return try engine.withExistingDatabase(location) { database in
             try prepare(database)
             return try database.pool.read { db in
-                let statement = try db.cachedStatement(
-                    "SELECT key, type, encrypted, purgeable, updated FROM daogate_kv WHERE business = ? ORDER BY key")
+                // Keys with a prefix are contiguous in byte order, from the prefix itself on.
+                let statement = try db.cachedStatement(values
+                    ? "SELECT type, value, encrypted, purgeable, updated, key FROM daogate_kv WHERE business = ? AND key >= ? AND key > ? ORDER BY key"
+                    : "SELECT type, NULL, encrypted, purgeable, updated, key FROM daogate_kv WHERE business = ? AND key >= ? AND key > ? ORDER BY key")
                 defer { statement.reset() }
-                try statement.bind([.string(business)])
-                var keys: [KVKey] = []
+                try statement.bind([.string(business), .string(prefix ?? ""), .string(after ?? "")])
+                var entries: [(key: KVKey, value: Value?)] = []
                 while try statement.step() {
-                    let key = statement.string(at: 0)
-                    if let prefix, !key.hasPrefix(prefix) { continue }
-                    keys.append(KVKey(key: key, type: try Self.type(statement.string(at: 1)), encrypted: statement.int64(at: 2) != 0,
-                                      purgeable: statement.int64(at: 3) != 0, updated: statement.double(at: 4)))
+                    let key = statement.string(at: 5)
+                    if let prefix, !key.utf8.starts(with: prefix.utf8) { break }
+                    if let limit, entries.count == limit { return (entries, true) }
+                    let listed = KVKey(key: key, type: try Self.type(statement.string(at: 0)), encrypted: statement.int64(at: 2) != 0,
+                                       purgeable: statement.int64(at: 3) != 0, updated: statement.double(at: 4))
+                    entries.append((listed, values ? try entry(statement, business: business, key: key).value : Optional<Value>.none))
                 }
-                return keys
+                return (entries, false)
             }
-        } ?? []
+        } ?? ([], false)
     }
 
     /// Removes the purgeable entries of a database: how many, and the bytes

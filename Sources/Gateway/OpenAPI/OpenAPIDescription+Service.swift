@@ -19,7 +19,7 @@ extension OpenAPIDescription {
             properties: [
                 "module": .string(allowedValues: modules.map { .init($0.name) }),
                 "method": .string,
-                "arguments": .fragment(required: false, description: "The call's arguments: a JSON object by name or a JSON array by position, as the method's own request body describes them; left out or null, none."),
+                "arguments": .fragment(required: false, description: "The call's arguments: a JSON object by name or a JSON array by position, as the method's own request body describes them; left out or null, none. Any value in them, at any depth, may be a ResultReference (#/components/schemas/ResultReference), {\"$result\": \"/0/lastInsertRowId\"}: the value at that JSON Pointer in the results of the calls before this one."),
                 "table": .string(required: false, nullable: true, description: "The table of a template module (else X-Table-Name).",
                                  minLength: 1, maxLength: 128, pattern: Self.identifierPattern),
             ],
@@ -27,7 +27,7 @@ extension OpenAPIDescription {
         let operation = OpenAPI.Operation(
             tags: ["daogate"],
             summary: "Run several calls in one transaction",
-            description: "The calls run in order in one transaction of one database, all or nothing; on a failure the problem's `call` is the index of the failing call.",
+            description: "The calls run in order in one transaction of one database, all or nothing; on a failure the problem's `call` is the index of the failing call. An argument value may be a ResultReference, {\"$result\": JSON Pointer}, into the results of the earlier calls (each as `results` writes it: `/0/lastInsertRowId`, `/2/result/id`); it is resolved when its call runs and checked like any value (400 wrong_type). A reference that is malformed, names the same or a later call, or a member that does not exist is 400 invalid_reference, with `call` and `reference`; nothing is kept. In a call's SQL, last_insert_rowid() is the previous insert of the transaction.",
             operationId: "transaction",
             parameters: [.reference(.component(named: "OptionalUser")), .reference(.component(named: "Storage")),
                          .reference(.component(named: "Int64Format"))],
@@ -42,6 +42,12 @@ extension OpenAPIDescription {
     /// What one call of a transaction gives, as one titled component: a select's `result` (as the method's own
     /// response describes it), or a write's members (`ok` present marks a write).
     mutating func addTransactionComponents() {
+        components.schemas["ResultReference"] = .object(
+            title: "ResultReference",
+            description: "In a transaction call's arguments, in place of any value: the value at a JSON Pointer (RFC 6901: ~0 for ~, ~1 for /) into the results of the calls before it, each as the transaction's results writes it. The first token is an earlier call's index: /0/lastInsertRowId, /2/result/id, /1/result/0/name.",
+            properties: ["$result": .string(description: "A JSON Pointer whose first token is the index of an earlier call.",
+                                            pattern: #"^/(0|[1-9][0-9]*)(/([^~/]|~[01])*)*$"#)],
+            additionalProperties: .init(false))
         components.schemas["CallResult"] = .object(
             title: "CallResult",
             description: "One call's result in a transaction: a select gives `result`; an insert, update or delete gives `ok`, `changes` and `lastInsertRowId` (the WriteResult members).",

@@ -45,7 +45,8 @@ extension OpenAPIDescription {
         components.schemas["KVKey"] = .object(
             title: "KVKey",
             properties: ["key": .string, "type": .reference(.component(named: "KVType")), "encrypted": .boolean,
-                         "purgeable": .boolean, "updated": .number(format: .double, description: "When it was set, in seconds since 1970.")],
+                         "purgeable": .boolean, "updated": .number(format: .double, description: "When it was set, in seconds since 1970."),
+                         "value": .fragment(required: false, description: "The value, as GET of the key gives it (decrypted; binary as base64): only with ?values=true.")],
             additionalProperties: .init(false))
         components.schemas["MemoryCacheInfo"] = .object(
             title: "MemoryCacheInfo",
@@ -84,7 +85,8 @@ extension OpenAPIDescription {
                             "encrypted": .boolean(required: false, nullable: true),
                             "purgeable": .boolean(required: false, nullable: true)])
         _ = named("Deleted", ["deleted": .boolean])
-        _ = named("KVKeyList", ["keys": .array(items: .reference(.component(named: "KVKey")))])
+        _ = named("KVKeyList", ["keys": .array(items: .reference(.component(named: "KVKey"))),
+                                "next": .string(required: false, description: "Present when more keys follow this page: the after of the next page (the last key here).")])
         _ = named("DeletedCount", ["deleted": .integer(format: .int64)])
         _ = named("CacheSetResult", ["ok": .boolean, "evicted": .integer(format: .int64)])
         _ = named("RemovedCount", ["removed": .integer(format: .int64)])
@@ -168,8 +170,15 @@ extension OpenAPIDescription {
             return OpenAPI.PathItem(
                 parameters: [business],
                 get: OpenAPI.Operation(
-                    tags: ["kv"], summary: "List a business's keys (\(space.rawValue))", operationId: "kvList\(suffix)",
-                    parameters: parameters + [.init(OpenAPI.Parameter.query(name: "prefix", required: false, schema: .string))],
+                    tags: ["kv"], summary: "List a business's keys (\(space.rawValue))",
+                    description: "The keys in key order (byte order of their UTF-8); with values=true each with its value (SharedPreferences.getAll), in pages: limit (1 to \(Gateway.kvPageMaximum); \(Gateway.kvPageDefault) by default with values, else every key) and after (the previous page's next).",
+                    operationId: "kvList\(suffix)",
+                    parameters: parameters + [
+                        .init(OpenAPI.Parameter.query(name: "prefix", required: false, schema: .string, description: "Only the keys that start with it.")),
+                        .init(OpenAPI.Parameter.query(name: "values", required: false, schema: .boolean, description: "Include each key's value.")),
+                        .init(OpenAPI.Parameter.query(name: "limit", required: false, schema: .integer(format: .int32, maximum: (Gateway.kvPageMaximum, exclusive: false), minimum: (1, exclusive: false)), description: "The most keys in the page.")),
+                        .init(OpenAPI.Parameter.query(name: "after", required: false, schema: .string, description: "List the keys after this one (the previous page's next).")),
+                    ],
                     responses: responses(Self.body("KVKeyList"), errors: [400, 500, 503])),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",

@@ -113,11 +113,11 @@ public struct OpenAPIDescription {
 
     // MARK: DAO methods
 
-    /// `/dao/{module}/{method}`: one path per method (a module's initializer is not called by clients).
+    /// `/dao/{module}/{method}`: one path per method, the initializer too (it is served like any method).
     mutating func daoPaths(_ template: RouteTemplate) -> [DescribedPath] {
         var described: [DescribedPath] = []
         for module in modules {
-            for method in module.methods where method.name != module.initializer {
+            for method in module.methods {
                 let path = template.path([.module: module.name, .method: method.name])
                 described.append((OpenAPI.Path(rawValue: path), OpenAPI.PathItem(post: methodOperation(method, of: module))))
             }
@@ -171,6 +171,9 @@ public struct OpenAPIDescription {
         var details = [documentation?.dropFirst().joined(separator: " ")].compactMap { $0 }.filter { !$0.isEmpty }
         details.append("\(method.kind == .insert ? "An" : "A") `\(method.kind.rawValue)` of module \(module.name)" + (method.result.map { ", result `\($0)`" } ?? "") + ".")
         if method.foreach != nil { details.append("It runs once per element of its collection, all in one transaction.") }
+        if method.name == module.initializer {
+            details.append("The module's initializer: it runs by itself once per database (and table) before the first call; calling it runs it again.")
+        }
         let adminOnly = module.isAdminOnly(method: method.name)
         if adminOnly { details.append("Declared access=\"admin\": only an admin may call it.") }
         return OpenAPI.Operation(
@@ -373,6 +376,7 @@ public struct OpenAPIDescription {
                 "method": .string(required: false), "argument": .string(required: false), "owner": .string(required: false),
                 "methods": .array(required: false, description: "With unknown_method: the module's methods.", items: .string),
                 "line": .integer(format: .int64, required: false), "call": .integer(format: .int64, required: false),
+                "reference": .string(required: false, description: "With invalid_reference: the JSON Pointer of the reference at fault."),
             ],
             additionalProperties: .init(true))
         components.schemas["WriteResult"] = .object(

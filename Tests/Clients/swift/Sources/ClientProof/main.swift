@@ -279,6 +279,37 @@ if let results = results?.results, results.count == 2, results[0].ok == true, re
     failures.append("transaction: a write result then a select result, got \(String(describing: results))")
 }
 
+// MARK: A transaction whose later calls use earlier results: ResultReference values, made with the generated type.
+
+/// Arguments holding a ResultReference at `name` (by name) or alone (by position, `name` nil).
+func referring(_ name: String?, to pointer: String) throws -> OpenAPIValueContainer {
+    let reference = try JSONDecoder().decode(Components.Schemas.ResultReference.self, from: Data(#"{"$result": "\#(pointer)"}"#.utf8))
+    let encoded = String(decoding: try JSONEncoder().encode(reference), as: UTF8.self)
+    let arguments = name.map { #"{"\#($0)": \#(encoded)}"# } ?? "[\(encoded)]"
+    return try JSONDecoder().decode(OpenAPIValueContainer.self, from: Data(arguments.utf8))
+}
+let chained = Operations.DaogateTransaction.Input.Body.JsonPayload(calls: [
+    .init(arguments: try any(["content": "parent"]), method: "insertItem", module: .demo),
+    .init(arguments: try referring("index", to: "/0/lastInsertRowId"), method: "getItem", module: .demo),
+    .init(arguments: try referring(nil, to: "/1/result"), method: "insertItem", module: .demo),
+])
+let chainedResults = await same("transaction with references", "/transaction", body: chained) {
+    try await client.daogateTransaction(body: .json(chained)).ok.body.json
+}
+if let results = chainedResults?.results, results.count == 3 {
+    check(results[1].result?.value as? String == "parent" && results[2].ok == true
+          && results[2].lastInsertRowId == (results[0].lastInsertRowId ?? 0) + 1, "transaction with references: \(results)")
+} else {
+    failures.append("transaction with references: three results, got \(String(describing: chainedResults))")
+}
+let forward = Operations.DaogateTransaction.Input.Body.JsonPayload(calls: [
+    .init(arguments: try referring("index", to: "/0/lastInsertRowId"), method: "getItem", module: .demo),
+])
+let selfReference = await same("transaction with a reference to itself", "/transaction", body: forward, expect: 400) {
+    try await client.daogateTransaction(body: .json(forward)).badRequest.body.applicationProblemJson
+}
+check(selfReference?.code == "invalid_reference", "transaction with a reference to itself: \(String(describing: selfReference))")
+
 // MARK: The key-value store, in the user's space.
 
 let put = Components.Schemas.KVPut(purgeable: true, _type: .json, value: try any(["a": 1]))

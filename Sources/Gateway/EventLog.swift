@@ -16,6 +16,8 @@ public final class EventLog: EngineObserver {
     let logger: Logger?
     /// The module reloads (Gateway+Reload.swift).
     let reloads = ReloadLog()
+    /// The background sweep's passes (PurgeSweep.swift).
+    let sweeps = SweepLog()
     /// How many recent events are kept.
     public let capacity: Int
 
@@ -51,7 +53,7 @@ public final class EventLog: EngineObserver {
             counts = Dictionary(grouping: recent, by: \.event.kind).mapValues(\.count)
         }
         let formatter = ISO8601DateFormatter()
-        return [
+        var summary: OrderedObject = [
             "counts": .object(OrderedObject(uniqueKeysWithValues: TableEvent.Kind.allCases.map {
                 ($0.rawValue, .integer(Int64(counts[$0] ?? 0)))
             })),
@@ -67,6 +69,9 @@ public final class EventLog: EngineObserver {
             }),
             "reloads": reloads.value(everything: everything),
         ]
+        // The sweep walks every user's files: its figures are the admin's.
+        if everything { summary["sweeps"] = sweeps.value() }
+        return .object(summary)
     }
 }
 
@@ -107,6 +112,7 @@ final class Metrics: Sendable {
                   "# TYPE daogate_user_database_bytes gauge", "daogate_user_database_bytes \(userDatabases.reduce(0, +))",
                   "# HELP daogate_user_database_largest_bytes Bytes the largest user database takes on disk.",
                   "# TYPE daogate_user_database_largest_bytes gauge", "daogate_user_database_largest_bytes \(userDatabases.max() ?? 0)"]
+        lines += events.sweeps.exposition()
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -151,8 +151,14 @@ extension DiskCaches {
     ///   own overhead.
     @discardableResult
     public func purgeExpired(in location: StorageLocation) throws -> (entries: Int, bytes: Int) {
+        try engine.withExistingDatabase(location) { database in try purgeExpired(in: database) } ?? (0, 0)
+    }
+
+    /// As `purgeExpired(in:)`, in a database already open (the background sweep's visit).
+    @discardableResult
+    public func purgeExpired(in database: OpenDatabase) throws -> (entries: Int, bytes: Int) {
         let now = clock.now()
-        return try writeExisting(location) { db in
+        return try Self.transaction(database) { db in
             var entries = 0
             var bytes = 0
             for cache in try DiskCacheCatalog.all(db) {
@@ -170,7 +176,7 @@ extension DiskCaches {
                 }
             }
             return (entries, bytes)
-        } ?? (0, 0)
+        }
     }
 
     // MARK: Helpers

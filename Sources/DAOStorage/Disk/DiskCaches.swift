@@ -195,7 +195,7 @@ public final class DiskCaches: Sendable {
         try engine.withExistingDatabase(location) { database in try Self.transaction(database, body) }
     }
 
-    private static func transaction<T>(_ database: OpenDatabase, _ body: (Database) throws -> T) throws -> T {
+    static func transaction<T>(_ database: OpenDatabase, _ body: (Database) throws -> T) throws -> T {
         try database.pool.write { db in try db.inTransaction(.immediate) { try body(db) } }
     }
 

@@ -342,11 +342,16 @@ extension OpenAPIDescription {
         let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
         return one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["storage"], summary: "Reset a storage",
-            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay.",
+            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay. With the body `{\"all\": true}` and X-User-Id (no X-Storage), every storage of that user, default and custom, at once (the reference's APDataReset), all or nothing: each file is first moved aside, and if one cannot be, those moved come back and nothing is reset.",
             operationId: "resetStorage", parameters: [owner, storage],
+            requestBody: OpenAPI.Request(
+                description: "Optional. `all`: true resets every storage of the X-User-Id user; false or no body: the one storage.",
+                content: [.json: .init(OpenAPI.Content(schema: .object(
+                    properties: ["all": .boolean(required: false)], additionalProperties: .init(false))))],
+                required: false),
             responses: responses(.object(properties: ["databases": .integer(format: .int64), "bytes": .integer(format: .int64),
                                                       "memoryCaches": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 500, 503]),
+                                 errors: [400, 401, 403, 415, 500, 503]),
             security: conditional)))
     }
 

@@ -221,7 +221,7 @@ public final class PurgeSweep: Sendable {
             let cutoff = gateway.clock.now() - policy.olderThan
             let visited: Void? = try engine.visitExistingDatabase(location) { database in
                 report.kvEntries += try gateway.kv.purgeAged(in: database, writtenBefore: cutoff).entries
-                report.diskEntries += try gateway.diskCaches.purgeExpired(in: database).entries
+                report.diskEntries += try gateway.diskCaches.purgeExpired(in: database, maxAge: policy.olderThan).entries
                 let before = engine.databaseBytes(location)
                 if try vacuumIfSparse(database) {
                     report.vacuums += 1

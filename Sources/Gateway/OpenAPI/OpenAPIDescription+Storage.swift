@@ -55,6 +55,8 @@ extension OpenAPIDescription {
         components.schemas["DiskCacheInfo"] = .object(
             title: "DiskCacheInfo",
             properties: ["name": .string, "capacity": .integer(format: .int64), "count": .integer(format: .int64), "encrypted": .boolean,
+                         "maxAge": .number(nullable: true, description: "Seconds after its last write or read an entry is removed by the background sweep; null: the server's --purge-older-than; 0: never."),
+                         "maxBytes": .integer(format: .int64, nullable: true, description: "The most bytes (keys and stored values) the cache holds; beyond, the least recently used entries go; null: no bound."),
                          "created": .boolean(required: false), "evicted": .integer(format: .int64, required: false)],
             additionalProperties: .init(false))
         let freed = JSONSchema.object(properties: ["entries": .integer(format: .int64), "bytes": .integer(format: .int64)],
@@ -109,7 +111,15 @@ extension OpenAPIDescription {
         _ = named("RemoveAll", ["all": .boolean(description: "true: every entry (false is refused).")])
         for isMemory in [true, false] {
             var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
-            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            if !isMemory {
+                createProperties["encrypted"] = .boolean(required: false, nullable: true)
+                createProperties["maxAge"] = .number(required: false, nullable: true,
+                                                     description: "Seconds after its last write or read an entry is removed by the background sweep; absent or null: the server's --purge-older-than; 0: never. Each PUT sets it.",
+                                                     minimum: (0, exclusive: false))
+                createProperties["maxBytes"] = .integer(format: .int64, required: false, nullable: true,
+                                                        description: "The most bytes (keys' UTF-8 and stored values) the cache holds; beyond, the least recently used entries go, and an entry larger than it alone is refused (400 limit_exceeded). Absent or null: no bound. Each PUT sets it.",
+                                                        minimum: (1, exclusive: false))
+            }
             _ = named(isMemory ? "MemoryCacheCreate" : "DiskCacheCreate", createProperties)
             _ = named(isMemory ? "MemoryCacheList" : "DiskCacheList",
                       ["caches": .array(items: .reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo")))])

@@ -67,7 +67,7 @@ extension Gateway {
 
     private static func diskInfo(_ info: DiskCacheInfo) -> Value {
         ["name": .string(info.name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
-         "encrypted": .bool(info.encrypted), "maxAge": info.maxAge.map(Value.double) ?? .null,
+         "encrypted": .bool(info.encrypted), "maxAge": info.maxAge.map { Int64(exactly: $0).map(Value.integer) ?? .double($0) } ?? .null,
          "maxBytes": info.maxBytes.map { .integer(Int64($0)) } ?? .null]
     }
 

@@ -69,16 +69,23 @@ final class SweepLog: Sendable {
     private let state = Mutex(State())
     static let kept = 20
 
+    /// Adds one file's (or the memory caches') work to the totals, as the pass goes.
+    func add(_ work: SweepReport) {
+        state.withLock { state in
+            state.total.files += work.files
+            state.total.kvEntries += work.kvEntries
+            state.total.diskEntries += work.diskEntries
+            state.total.memoryEntries += work.memoryEntries
+            state.total.bytesReturned += work.bytesReturned
+            state.total.vacuums += work.vacuums
+            state.total.errors += work.errors
+        }
+    }
+
+    /// Records a finished pass (its work already added).
     func record(_ report: SweepReport) {
         state.withLock { state in
             state.passes += 1
-            state.total.files += report.files
-            state.total.kvEntries += report.kvEntries
-            state.total.diskEntries += report.diskEntries
-            state.total.memoryEntries += report.memoryEntries
-            state.total.bytesReturned += report.bytesReturned
-            state.total.vacuums += report.vacuums
-            state.total.errors += report.errors
             state.total.seconds += report.seconds
             state.last = report
             if report.kvEntries + report.diskEntries + report.memoryEntries + report.vacuums + report.errors > 0 {
@@ -135,8 +142,10 @@ final class SweepLog: Sendable {
 /// through the engine's registry like a call's, and closed again after the
 /// visit if the sweep opened it (`Engine.visitExistingDatabase`): the walk
 /// holds one file at a time, within the descriptor budget, and the calls'
-/// open files stay. Between two files the thread sleeps a moment, so a call
-/// waiting for a file's writer waits for one small transaction at most.
+/// open files stay. After each file the thread sleeps twice as long as the
+/// visit took (at least half a millisecond): it keeps to about a third of
+/// a core, and a call waiting for a file's writer waits for one small
+/// transaction at most.
 public final class PurgeSweep: Sendable {
     public let policy: PurgePolicy
     private let gateway: Gateway
@@ -151,8 +160,12 @@ public final class PurgeSweep: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Pause between two files, seconds.
+    /// The shortest pause between two files, seconds.
     static let pauseBetweenFiles = 0.0005
+    /// After each file the sweep pauses this many times as long as the visit
+    /// took: it keeps to about a third of one core, however loaded the
+    /// machine is, and leaves the rest to the calls.
+    static let pausePerVisit = 2.0
 
     public init(gateway: Gateway, policy: PurgePolicy, logger: Logger? = nil) {
         self.gateway = gateway
@@ -200,15 +213,30 @@ public final class PurgeSweep: Sendable {
             defer { state.queue.removeLast(count) }
             return Array(state.queue.suffix(count).reversed())
         }
+        let log = gateway.events.sweeps
         for location in batch {
             if state.withLock({ $0.stopping }) { break }
-            visit(location, gateway, &report)
-            Thread.sleep(forTimeInterval: Self.pauseBetweenFiles)
+            var work = SweepReport()
+            let visitStarted = ContinuousClock.now
+            visit(location, gateway, &work)
+            let took = (ContinuousClock.now - visitStarted).components
+            log.add(work)
+            report.files += work.files
+            report.kvEntries += work.kvEntries
+            report.diskEntries += work.diskEntries
+            report.vacuums += work.vacuums
+            report.bytesReturned += work.bytesReturned
+            report.errors += work.errors
+            let seconds = Double(took.seconds) + Double(took.attoseconds) / 1e18
+            Thread.sleep(forTimeInterval: max(Self.pauseBetweenFiles, seconds * Self.pausePerVisit))
         }
-        report.memoryEntries = gateway.memoryCaches.purgeExpired(now: gateway.clock.now()).entries
+        var memory = SweepReport()
+        memory.memoryEntries = gateway.memoryCaches.purgeExpired(now: gateway.clock.now()).entries
+        log.add(memory)
+        report.memoryEntries = memory.memoryEntries
         let elapsed = (ContinuousClock.now - started).components
         report.seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        gateway.events.sweeps.record(report)
+        log.record(report)
         if report.kvEntries + report.diskEntries + report.vacuums + report.errors > 0 {
             logger?.info("purge sweep: \(report.files) files, \(report.kvEntries) kv and \(report.diskEntries) disk-cache entries removed, \(report.vacuums) vacuumed (\(report.bytesReturned) bytes back), \(report.errors) errors")
         }

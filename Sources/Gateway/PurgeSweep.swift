@@ -228,7 +228,8 @@ public final class PurgeSweep: Sendable {
             report.bytesReturned += work.bytesReturned
             report.errors += work.errors
             let seconds = Double(took.seconds) + Double(took.attoseconds) / 1e18
-            Thread.sleep(forTimeInterval: max(Self.pauseBetweenFiles, seconds * Self.pausePerVisit))
+            // A stop wakes it (and the loop in `start` then sees `stopping`).
+            if wake.wait(timeout: .now() + max(Self.pauseBetweenFiles, seconds * Self.pausePerVisit)) == .success { break }
         }
         var memory = SweepReport()
         memory.memoryEntries = gateway.memoryCaches.purgeExpired(now: gateway.clock.now()).entries

@@ -161,29 +161,61 @@ final class DatabaseRegistry: Sendable {
         return try body(entry.value)
     }
 
+    /// As `withExistingDatabase`, for a visit (the background sweep): a file
+    /// this call had to open is closed again when `body` ends, unless a call
+    /// leased it meanwhile, so that a walk over every file keeps no more of
+    /// them open than the calls do, and evicts none of theirs for long.
+    func visitExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+        var opened = false
+        guard let entry = try acquire(location, creating: false, opened: &opened) else { return nil }
+        defer {
+            release(entry)
+            if opened { closeIfIdle(location) }
+        }
+        return try body(entry.value)
+    }
+
+    /// Closes a location's database if it is open and idle, remembering what was seen set up in it.
+    private func closeIfIdle(_ location: StorageLocation) {
+        let database: OpenDatabase? = state.withLock { state in
+            guard let entry = state.files.entries[location], entry.leases == 0 else { return nil }
+            state.files.remove(location)
+            return entry.value
+        }
+        database?.pool.close()
+    }
+
     /// The location's database, waiting (up to 5 s) while a reset of it runs;
     /// nil when it has no file and `creating` is false.
     /// Out of file descriptors, the idle databases and readers give theirs
     /// back and the open is tried once more; then it is `overloaded`.
     /// A user's file in a custom storage is created only when the user may have one more (`StorageQuotas.admitting`).
     private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
+        var opened = false
+        return try acquire(location, creating: creating, opened: &opened)
+    }
+
+    /// As `acquire(_:creating:)`; `opened` tells whether this call opened the file.
+    private func acquire(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
         if creating, quotas.storagesPerUser != nil, case .user(_, _?) = location {
-            if let entry = try acquireAdmitted(location, creating: false) { return entry }
+            if let entry = try acquireAdmitted(location, creating: false, opened: &opened) { return entry }
             do {
-                return try quotas.admitting(location) { () throws(EngineError) in try acquireAdmitted(location, creating: true) }
+                return try quotas.admitting(location) { () throws(EngineError) in
+                    try acquireAdmitted(location, creating: true, opened: &opened)
+                }
             } catch {
                 throw EngineError(adapting: error)
             }
         }
-        return try acquireAdmitted(location, creating: creating)
+        return try acquireAdmitted(location, creating: creating, opened: &opened)
     }
 
-    private func acquireAdmitted(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
+    private func acquireAdmitted(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
         var acquired: Acquired
         do {
-            acquired = try acquireUnlessFenced(location, creating: creating)
+            acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
         } catch where error.code == .overloaded && relieve() {
-            acquired = try acquireUnlessFenced(location, creating: creating)
+            acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
         }
         var deadline: ContinuousClock.Instant?
         while true {
@@ -198,14 +230,15 @@ final class DatabaseRegistry: Sendable {
                 throw EngineError(.busy, "the storage of this call is being reset; try again")
             }
             Thread.sleep(forTimeInterval: 0.002)
-            acquired = try acquireUnlessFenced(location, creating: creating)
+            acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
         }
     }
 
     private enum Acquired { case entry(Entry), fenced, absent }
 
-    private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Acquired {
+    private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Acquired {
         var evicted: [OpenDatabase] = []
+        var didOpen = false
         let result: Result<Acquired, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
             if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(.fenced) }
@@ -224,12 +257,14 @@ final class DatabaseRegistry: Sendable {
                 let entry = state.files.insert(location, OpenDatabase(location: location, pool: pool, readiness: readiness),
                                                cost: pool.resourceCost)
                 evicted = Self.makeRoom(&state.files)
+                didOpen = true
                 return .success(.entry(entry))
             } catch {
                 return .failure(EngineError(storage: error, "cannot open the database (\(location)): \(error.message)"))
             }
         }
         for database in evicted { database.pool.close() }
+        opened = didOpen
         return try result.get()
     }
 
@@ -368,6 +403,12 @@ final class DatabaseRegistry: Sendable {
 struct ResetScope: Sendable, Equatable {
     var storage: String?
     var user: UserID?
+    /// The user's databases in every storage, `storage` aside.
+    var everyStorage = false
 
-    func contains(_ location: StorageLocation) -> Bool { location.isIn(storage: storage, user: user) }
+    func contains(_ location: StorageLocation) -> Bool {
+        guard everyStorage else { return location.isIn(storage: storage, user: user) }
+        guard case .user(let owner, _) = location else { return false }
+        return owner == user
+    }
 }

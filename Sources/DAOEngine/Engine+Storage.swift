@@ -42,6 +42,13 @@ extension Engine {
         try registry.withExistingDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
     }
 
+    /// As `withExistingDatabase`, for a walk over many files (the background
+    /// sweep): a file this call opens is closed again afterwards, so the walk
+    /// holds one file at a time and leaves the calls' open files in place.
+    public func visitExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+        try registry.visitExistingDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
+    }
+
     /// `body`, its SQLite errors made `EngineError`s; others (the storage layers' own) pass through.
     private static func mappingSQLiteErrors<T>(_ body: () throws -> T) throws -> T {
         do {
@@ -132,6 +139,44 @@ extension Engine {
             } catch {
                 throw EngineError(.storageFailed, "the reset could not remove a file: \(error.localizedDescription)")
             }
+            return report
+        }
+    }
+
+    /// Resets every storage of one user (the reference's `APDataReset`): the
+    /// user's database in the default storage and in every custom storage,
+    /// all or nothing.
+    ///
+    /// Calls to the user's databases are held off (`busy` after 5 s) while it
+    /// runs. Every file (with its journal) is first renamed aside, in the
+    /// folder it is in; if one rename fails, those done are renamed back and
+    /// nothing is reset. Only when all are aside are they removed; a file
+    /// left aside by a crash in between is a `*.reset` file the next reset
+    /// of that folder's users does not read, and no call ever opens.
+    public func resetUserEverywhere(_ user: UserID) throws -> ResetReport {
+        let scope = ResetScope(storage: nil, user: user, everyStorage: true)
+        return try registry.exclusively(scope, timeout: .seconds(5)) {
+            let files = FileManager.default
+            var report = ResetReport()
+            var aside: [(from: String, to: String)] = []
+            let tag = ".\(UInt64.random(in: 0...UInt64.max)).reset"
+            do {
+                for storage in [nil] + customStorages() {
+                    let path = registry.path(of: .user(user, storage: storage))
+                    guard files.fileExists(atPath: path) else { continue }
+                    report.databases += 1
+                    for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+                        guard let attributes = try? files.attributesOfItem(atPath: file) else { continue }
+                        report.bytes += (attributes[.size] as? NSNumber)?.int64Value ?? 0
+                        try files.moveItem(atPath: file, toPath: file + tag)
+                        aside.append((file, file + tag))
+                    }
+                }
+            } catch {
+                for (from, to) in aside.reversed() { try? files.moveItem(atPath: to, toPath: from) }
+                throw EngineError(.storageFailed, "the reset could not move a file aside, and reset nothing: \(error.localizedDescription)")
+            }
+            for (_, to) in aside { try? files.removeItem(atPath: to) }
             return report
         }
     }

@@ -17,6 +17,8 @@ public final class EventLog: EngineObserver {
     let logger: Logger?
     /// The module reloads (Gateway+Reload.swift).
     let reloads = ReloadLog()
+    /// The background sweep's passes (PurgeSweep.swift).
+    let sweeps = SweepLog()
     /// How many recent events are kept.
     public let capacity: Int
 
@@ -52,7 +54,7 @@ public final class EventLog: EngineObserver {
             counts = Dictionary(grouping: recent, by: \.event.kind).mapValues(\.count)
         }
         let formatter = ISO8601DateFormatter()
-        return [
+        var summary: OrderedObject = [
             "counts": .object(OrderedObject(uniqueKeysWithValues: TableEvent.Kind.allCases.map {
                 ($0.rawValue, .integer(Int64(counts[$0] ?? 0)))
             })),
@@ -68,6 +70,9 @@ public final class EventLog: EngineObserver {
             }),
             "reloads": reloads.value(everything: everything),
         ]
+        // The sweep walks every user's files: its figures are the admin's.
+        if everything { summary["sweeps"] = sweeps.value() }
+        return .object(summary)
     }
 }
 
@@ -118,6 +123,7 @@ final class Metrics: Sendable {
                   "# TYPE daogate_memory_caches gauge", "daogate_memory_caches \(memory.cacheCount)",
                   "# HELP daogate_memory_cache_evictions_total Entries evicted to make room in the budget or a user's share.",
                   "# TYPE daogate_memory_cache_evictions_total counter", "daogate_memory_cache_evictions_total \(memory.evicted)"]
+        lines += events.sweeps.exposition()
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -10,7 +10,7 @@ import HTTPTransport
 /// | route | what |
 /// |---|---|
 /// | `GET /lru/{kind}/{space}` | the space's caches |
-/// | `PUT /lru/{kind}/{space}/{cache}` | create or resize: `{"capacity": N}` (disk: `"encrypted"`) |
+/// | `PUT /lru/{kind}/{space}/{cache}` | create or resize: `{"capacity": N}` (disk: `"encrypted"`, `"maxAge"`, `"maxBytes"`) |
 /// | `GET`, `DELETE /lru/{kind}/{space}/{cache}` | the cache's capacity and count; delete it |
 /// | `GET /lru/{kind}/{space}/{cache}/entries/{key}` | the value (touches recency) |
 /// | `PUT /lru/{kind}/{space}/{cache}/entries/{key}` | `{"value": V, "expire": timestamp}` |
@@ -67,14 +67,15 @@ extension Gateway {
 
     private static func diskInfo(_ info: DiskCacheInfo) -> Value {
         ["name": .string(info.name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
-         "encrypted": .bool(info.encrypted)]
+         "encrypted": .bool(info.encrypted), "maxAge": info.maxAge.map { Int64(exactly: $0).map(Value.integer) ?? .double($0) } ?? .null,
+         "maxBytes": info.maxBytes.map { .integer(Int64($0)) } ?? .null]
     }
 
     /// `PUT /lru/{kind}/{space}/{cache}`: create or resize.
     func createCache(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (kind, name, location) = try cacheScope(call)
-        let body = try bodyObject(call.request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted"],
-                                  example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false}"#)
+        let body = try bodyObject(call.request, allowed: kind == .memory ? ["capacity"] : ["capacity", "encrypted", "maxAge", "maxBytes"],
+                                  example: kind == .memory ? #"{"capacity": 100}"# : #"{"capacity": 100, "encrypted": false, "maxAge": 86400, "maxBytes": 1048576}"#)
         // JSON Schema counts 10.0 as an integer, so daogate does too.
         let size: Int
         switch body["capacity"] {
@@ -83,6 +84,20 @@ extension Gateway {
         default: throw Problem(400, "invalid_value", "capacity is a positive integer")
         }
         let encrypted = try flag(body["encrypted"], "encrypted")
+        let maxAge: Double?
+        switch body["maxAge"] {
+        case nil, .null?: maxAge = nil
+        case .integer(let seconds)? where seconds >= 0: maxAge = Double(seconds)
+        case .double(let seconds)? where seconds.isFinite && seconds >= 0: maxAge = seconds
+        default: throw Problem(400, "invalid_value", "maxAge is a number of seconds (0: never), or null for the server's purge age")
+        }
+        let maxBytes: Int?
+        switch body["maxBytes"] {
+        case nil, .null?: maxBytes = nil
+        case .integer(let bytes)? where bytes >= 1: maxBytes = Int(bytes)
+        case .double(let bytes)? where bytes >= 1 && bytes < 9e18 && Int(exactly: bytes) != nil: maxBytes = Int(bytes)
+        default: throw Problem(400, "invalid_value", "maxBytes is a positive integer, or null for no bound")
+        }
         return try storage {
             switch kind {
             case .memory:
@@ -91,7 +106,8 @@ extension Gateway {
                 return json(["name": .string(name), "capacity": .integer(Int64(info.capacity)), "count": .integer(Int64(info.count)),
                              "created": .bool(created), "evicted": .integer(Int64(evicted))])
             case .disk:
-                let (info, created, evicted) = try diskCaches.create(name, in: location, capacity: size, encrypted: encrypted)
+                let (info, created, evicted) = try diskCaches.create(name, in: location, capacity: size, encrypted: encrypted,
+                                                                     maxAge: maxAge, maxBytes: maxBytes)
                 guard case .object(var members) = Self.diskInfo(info) else { return json(.null) }
                 members["created"] = .bool(created)
                 members["evicted"] = .integer(Int64(evicted))

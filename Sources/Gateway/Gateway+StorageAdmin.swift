@@ -8,7 +8,7 @@ import HTTPTransport
 /// | route | what |
 /// |---|---|
 /// | `POST /storage/purge` | remove purgeable KV entries and expired cache entries; say what was freed |
-/// | `POST /storage/reset` | remove a storage's databases and memory caches |
+/// | `POST /storage/reset` | remove a storage's databases and memory caches; `{"all": true}`: a user's in every storage |
 /// | `GET /storages` | the custom storages that have files (admin) |
 /// | `GET /storage/usage` | users' databases and their bytes on disk, largest first, and the limits (admin) |
 ///
@@ -30,12 +30,37 @@ extension Gateway {
         return json(try storage { try purge(storage: caller.storage, user: caller.user).value })
     }
 
-    /// `POST /storage/reset`.
+    /// `POST /storage/reset`; with the body `{"all": true}`, every storage of the `X-User-Id` user at once.
     func resetStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let caller = try cleanupCaller(call.request)
+        if !call.request.body.isEmpty {
+            let example = #"{"all": true} (with X-User-Id, without X-Storage)"#
+            let body = try bodyObject(call.request, allowed: ["all"], example: example)
+            guard case .bool(let all)? = body["all"] else {
+                throw Problem(400, "invalid_body", "all is true or false: \(example)")
+            }
+            if all { return try resetEverywhere(call.request, caller) }
+        }
         return try storage {
             let report = try engine.resetStorage(caller.storage, user: caller.user)
             let caches = memoryCaches.drop(storage: caller.storage, user: caller.user)
+            return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
+                         "memoryCaches": .integer(Int64(caches))])
+        }
+    }
+
+    /// Every storage of one user, all or nothing (`Engine.resetUserEverywhere`), and their memory caches.
+    private func resetEverywhere(_ request: HTTPRequest, _ caller: Caller) throws(Problem) -> HTTPResponse {
+        guard let user = caller.user else {
+            throw Problem(400, "user_required", "a reset of every storage is one user's: send X-User-Id")
+        }
+        guard try header(request, Self.storageHeader) == nil else {
+            throw Problem(400, "invalid_body", "a reset of every storage names no storage: leave X-Storage out, or send no body")
+        }
+        return try storage {
+            let storages = [nil] + engine.customStorages()
+            let report = try engine.resetUserEverywhere(user)
+            let caches = storages.reduce(0) { $0 + memoryCaches.drop(storage: $1, user: user) }
             return json(["databases": .integer(Int64(report.databases)), "bytes": .integer(report.bytes),
                          "memoryCaches": .integer(Int64(caches))])
         }

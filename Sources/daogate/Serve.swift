@@ -150,6 +150,12 @@ struct Serve: ParsableCommand {
     @Option(help: "The shard map file: buckets to shards, the common shard, an epoch (DAOGATE_SHARD_MAP).")
     var shardMap: String?
 
+    @Option(help: "How often the background sweep runs: it removes expired cache entries and old purgeable entries, and gives space back; a duration (30s, 15m, 1h, 7d) or 0 for never (DAOGATE_PURGE_EVERY; default 1h). See docs/cleanup.md.")
+    var purgeEvery: String?
+
+    @Option(help: "Purgeable key-value entries last written this long ago are removed by the sweep; a duration (30s, 15m, 1h, 7d) (DAOGATE_PURGE_OLDER_THAN; default 30d).")
+    var purgeOlderThan: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error (DAOGATE_LOG_LEVEL; default info).")
     var logLevel: String?
 
@@ -289,6 +295,8 @@ struct Serve: ParsableCommand {
             printToStandardError("daogate: \(error)")
             throw ExitCode(1)
         }
+        let sweep = PurgeSweep(gateway: gateway, policy: settings.purge, logger: logger)
+        sweep.start()
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
         logger.info("open database files held to \(settings.maximumOpenDescriptors) descriptors and \(settings.maximumOpenBytes) bytes; users' files: \(settings.userJournal.rawValue) journal")
         // The first line is what scripts and tests parse; the others are for people.
@@ -320,6 +328,7 @@ struct Serve: ParsableCommand {
         logger.notice("signal \(signal): finishing in-flight requests")
         server.shutdown(gracePeriod: .seconds(10))
         metricsServer?.shutdown(gracePeriod: .seconds(1))
+        sweep.stop()
         accessLogWriter?.stop()
         engine.shutdown()
         logger.notice("stopped")
@@ -396,6 +405,8 @@ struct Settings {
     var maximumDiskCacheCapacity: Int
     var logLevel: Logger.Level
     var accessLog: Bool
+    /// `--purge-every` and `--purge-older-than`.
+    var purge: PurgePolicy
     var tls: TLSConfiguration?
     var maximumDatabaseBytes: Int?
     var maximumCommonBytes: Int?
@@ -460,6 +471,14 @@ struct Settings {
                                                       0...memoryCaches.budgetBytes)
         }
         maximumDiskCacheCapacity = try number(options.diskCacheMaxCapacity, "DAOGATE_DISK_CACHE_MAX_CAPACITY", gateway.maximumDiskCacheCapacity, 1...1_000_000_000)
+        purge = PurgePolicy()
+        if let every = value(options.purgeEvery, "DAOGATE_PURGE_EVERY") {
+            let seconds = try DurationText.seconds(every, option: "--purge-every (DAOGATE_PURGE_EVERY)")
+            purge.every = seconds > 0 ? seconds : nil
+        }
+        if let age = value(options.purgeOlderThan, "DAOGATE_PURGE_OLDER_THAN") {
+            purge.olderThan = try DurationText.seconds(age, option: "--purge-older-than (DAOGATE_PURGE_OLDER_THAN)")
+        }
         let journal = value(options.userJournal, "DAOGATE_USER_JOURNAL")?.lowercased() ?? JournalMode.rollback.rawValue
         guard let parsedJournal = JournalMode(rawValue: journal) else {
             throw ValidationError("user journal must be rollback or wal, not \(journal)")

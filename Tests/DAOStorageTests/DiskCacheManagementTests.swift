@@ -121,7 +121,8 @@ import Testing
         #expect(everyOperation(caches, "c", in: here).allSatisfy { $0 == .unknownCache })
         #expect(try caches.list(in: here).map(\.name) == ["d"])
         let tables = try caches.rows("SELECT name FROM sqlite_schema WHERE name GLOB 'daogate_lru_*' ORDER BY name", in: here)
-        #expect(tables == [["daogate_lru_caches"], ["daogate_lru_d"], ["daogate_lru_d:expire"], ["daogate_lru_d:touched"]])
+        #expect(tables == [["daogate_lru_caches"], ["daogate_lru_d"], ["daogate_lru_d:delete"], ["daogate_lru_d:expire"],
+                           ["daogate_lru_d:insert"], ["daogate_lru_d:touched"], ["daogate_lru_d:update"]])
     }
 
     @Test func listIsSortedByNameInByteOrder() throws {
@@ -165,10 +166,12 @@ import Testing
         }
         #expect(try columns("daogate_lru_caches") == [
             ["name", "TEXT", 0, nil, 1], ["capacity", "INTEGER", 1, nil, 0], ["encrypted", "INTEGER", 1, nil, 0],
-            ["created", "REAL", 1, nil, 0], ["count", "INTEGER", 1, "0", 0],
+            ["created", "REAL", 1, nil, 0], ["count", "INTEGER", 1, "0", 0], ["max_age", "REAL", 0, nil, 0],
+            ["max_bytes", "INTEGER", 0, nil, 0], ["bytes", "INTEGER", 1, "0", 0],
         ])
         #expect(try columns("daogate_lru_c") == [
             ["key", "TEXT", 0, nil, 1], ["value", "BLOB", 1, nil, 0], ["expire", "REAL", 1, "0", 0], ["touched", "INTEGER", 1, nil, 0],
+            ["used", "REAL", 1, "0", 0],
         ])
         #expect(try caches.rows("SELECT name, capacity, encrypted, created, count FROM daogate_lru_caches", in: here)
             == [["c", 10, 0, .double(fixture.now), 0]])
@@ -177,5 +180,47 @@ import Testing
             ["daogate_lru_c:expire", #"CREATE INDEX "daogate_lru_c:expire" ON "daogate_lru_c" (expire) WHERE expire > 0"#],
             ["daogate_lru_c:touched", #"CREATE INDEX "daogate_lru_c:touched" ON "daogate_lru_c" (touched)"#],
         ])
+    }
+
+    @Test func aCacheMadeBeforeTheAgeAndSizePoliciesIsMigratedOnFirstUseAndThenAgesFromThen() throws {
+        let caches = try fixture.caches()
+        // The layout before maxAge and maxBytes: no used, max_age, max_bytes, bytes, nor triggers.
+        try caches.engine.withOpenDatabase(here) { database in
+            try database.pool.write { db in
+                try db.execute("""
+                    CREATE TABLE daogate_lru_caches (name TEXT PRIMARY KEY, capacity INTEGER NOT NULL, \
+                    encrypted INTEGER NOT NULL, created REAL NOT NULL, count INTEGER NOT NULL DEFAULT 0)
+                    """)
+                try db.execute(#"CREATE TABLE "daogate_lru_old" (key TEXT PRIMARY KEY, value BLOB NOT NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL)"#)
+                try db.execute(#"CREATE INDEX "daogate_lru_old:touched" ON "daogate_lru_old" (touched)"#)
+                try db.execute(#"CREATE INDEX "daogate_lru_old:expire" ON "daogate_lru_old" (expire) WHERE expire > 0"#)
+                try db.execute("INSERT INTO daogate_lru_caches VALUES ('old', 10, 0, 0, 2)")
+                try db.execute(#"INSERT INTO "daogate_lru_old" VALUES ('a', '1', 0, 1), ('b', '22', 0, 2)"#)
+            }
+        }
+        #expect(try caches.info("old", in: here) == DiskCacheInfo(name: "old", capacity: 10, encrypted: false, count: 2))
+        // Every entry counts as used at the migration; the bytes are counted (keys and values: 2 + 3).
+        #expect(try caches.rows(#"SELECT key, used FROM "daogate_lru_old" ORDER BY key"#, in: here)
+            == [["a", .double(fixture.now)], ["b", .double(fixture.now)]])
+        #expect(try caches.rows("SELECT bytes FROM daogate_lru_caches", in: here) == [[5]])
+        try caches.set("old", in: here, key: "c", value: "333")
+        #expect(try caches.rows("SELECT bytes FROM daogate_lru_caches", in: here) == [[11]])
+        let database = { (body: (OpenDatabase) throws -> (entries: Int, bytes: Int)) throws in
+            try caches.engine.withOpenDatabase(self.here) { try body($0) }
+        }
+        #expect(try database { try caches.purgeExpired(in: $0, maxAge: 60) }.entries == 0)
+        fixture.advance(30)
+        #expect(try caches.get("old", in: here, key: "a") == 1)
+        fixture.advance(31)
+        // b and c were last used 61 s ago; a, read 31 s ago, stays.
+        let purged = try database { try caches.purgeExpired(in: $0, maxAge: 60) }
+        #expect(purged.entries == 2)
+        #expect(purged.bytes == 3 + 6)
+        #expect(try caches.info("old", in: here).count == 1)
+        #expect(try caches.rows("SELECT bytes FROM daogate_lru_caches", in: here) == [[2]])
+        // A cache's own maxAge wins over the sweep's; 0 is never.
+        try caches.create("old", in: here, capacity: 10, encrypted: false, maxAge: 0)
+        fixture.advance(1000)
+        #expect(try database { try caches.purgeExpired(in: $0, maxAge: 60) }.entries == 0)
     }
 }

@@ -28,7 +28,25 @@ struct DiskCacheTable {
     }
 
     var createTable: String {
-        "CREATE TABLE \(table) (key TEXT PRIMARY KEY, value BLOB NOT NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL)"
+        "CREATE TABLE \(table) (key TEXT PRIMARY KEY, value BLOB NOT NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL, used REAL NOT NULL DEFAULT 0)"
+    }
+
+    /// The bytes an entry holds, as `maxBytes` counts them: its key's UTF-8 and its stored value.
+    static func size(_ row: String) -> String { "(length(CAST(\(row).key AS BLOB)) + length(CAST(\(row).value AS BLOB)))" }
+
+    /// Triggers that keep the catalog's `bytes` in step with the table, whatever the statement.
+    var createTriggers: [String] {
+        let row = "UPDATE daogate_lru_caches SET bytes = bytes"
+        return [
+            "CREATE TRIGGER \"daogate_lru_\(name):insert\" AFTER INSERT ON \(table) BEGIN \(row) + \(Self.size("new")) WHERE name = '\(name)'; END",
+            "CREATE TRIGGER \"daogate_lru_\(name):delete\" AFTER DELETE ON \(table) BEGIN \(row) - \(Self.size("old")) WHERE name = '\(name)'; END",
+            "CREATE TRIGGER \"daogate_lru_\(name):update\" AFTER UPDATE OF key, value ON \(table) BEGIN \(row) + \(Self.size("new")) - \(Self.size("old")) WHERE name = '\(name)'; END",
+        ]
+    }
+
+    /// For a table made before `used`: the column, every entry used now (the parameter), the triggers.
+    var migrate: [String] {
+        ["ALTER TABLE \(table) ADD COLUMN used REAL NOT NULL DEFAULT 0", "UPDATE \(table) SET used = ?"] + createTriggers
     }
 
     /// Eviction walks it from the oldest entry; `max(touched)` reads its last entry.
@@ -44,16 +62,28 @@ struct DiskCacheTable {
     /// The next recency stamp: one more than the newest, read from the end of the `touched` index.
     private var nextTouched: String { "coalesce((SELECT max(touched) FROM \(table)), 0) + 1" }
 
-    /// Marks a live entry most recent and returns its stored value. Parameters: key, now.
+    /// Marks a live entry most recent, used now, and returns its stored value. Parameters: key, now.
     var touch: String {
-        "UPDATE \(table) SET touched = \(nextTouched) WHERE key = ?1 AND (expire = 0 OR expire > ?2) RETURNING value"
+        "UPDATE \(table) SET touched = \(nextTouched), used = ?2 WHERE key = ?1 AND (expire = 0 OR expire > ?2) RETURNING value"
     }
 
-    /// Replaces an entry and marks it most recent. Parameters: key, value, expire.
-    var update: String { "UPDATE \(table) SET value = ?2, expire = ?3, touched = \(nextTouched) WHERE key = ?1" }
+    /// Replaces an entry and marks it most recent. Parameters: key, value, expire, now.
+    var update: String { "UPDATE \(table) SET value = ?2, expire = ?3, used = ?4, touched = \(nextTouched) WHERE key = ?1" }
 
-    /// Adds an entry as the most recent. Parameters: key, value, expire.
-    var insert: String { "INSERT INTO \(table) (key, value, expire, touched) VALUES (?1, ?2, ?3, \(nextTouched))" }
+    /// Adds an entry as the most recent. Parameters: key, value, expire, now.
+    var insert: String { "INSERT INTO \(table) (key, value, expire, used, touched) VALUES (?1, ?2, ?3, ?4, \(nextTouched))" }
+
+    /// Deletes the entries last used at or before a time (the parameter): the cache's `maxAge`. Returns their bytes.
+    var deleteUnused: String { "DELETE FROM \(table) WHERE used <= ? RETURNING \(Self.size(table))" }
+
+    /// Deletes the least recently used entries beyond a number of bytes (the parameter): the most recent
+    /// entries whose bytes add up to at most it stay.
+    var evictBeyondBytes: String {
+        """
+        DELETE FROM \(table) WHERE key IN (SELECT key FROM (SELECT key, sum(\(Self.size(table))) OVER (ORDER BY touched DESC) AS kept
+          FROM \(table)) WHERE kept > ?)
+        """
+    }
 
     var deleteKey: String { "DELETE FROM \(table) WHERE key = ?" }
     var deleteAll: String { "DELETE FROM \(table)" }
@@ -77,6 +107,10 @@ struct DiskCacheTable {
 struct DiskCacheRecord {
     var capacity: Int
     var encrypted: Bool
+    /// Seconds after its last use an entry is removed by the sweep; nil: the server's age; 0: never.
+    var maxAge: Double? = nil
+    /// The most bytes (keys and values) the cache holds; nil: no bound.
+    var maxBytes: Int? = nil
     /// Entries in the table, kept in step with it by every write.
     var count: Int
 }
@@ -85,12 +119,20 @@ struct DiskCacheRecord {
 enum DiskCacheCatalog {
     static let createTable = """
         CREATE TABLE IF NOT EXISTS daogate_lru_caches (name TEXT PRIMARY KEY, capacity INTEGER NOT NULL, \
-        encrypted INTEGER NOT NULL, created REAL NOT NULL, count INTEGER NOT NULL DEFAULT 0)
+        encrypted INTEGER NOT NULL, created REAL NOT NULL, count INTEGER NOT NULL DEFAULT 0, \
+        max_age REAL, max_bytes INTEGER, bytes INTEGER NOT NULL DEFAULT 0)
         """
+    /// The columns a catalog made before the age and size policies lacks.
+    static let migration = ["ALTER TABLE daogate_lru_caches ADD COLUMN max_age REAL",
+                            "ALTER TABLE daogate_lru_caches ADD COLUMN max_bytes INTEGER",
+                            "ALTER TABLE daogate_lru_caches ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0"]
+    private static let hasBytes = "SELECT 1 FROM pragma_table_info('daogate_lru_caches') WHERE name = 'bytes'"
+    private static let selectBytes = "SELECT bytes FROM daogate_lru_caches WHERE name = ?"
+    private static let updatePolicy = "UPDATE daogate_lru_caches SET max_age = ?, max_bytes = ? WHERE name = ?"
     private static let exists = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'daogate_lru_caches'"
-    private static let select = "SELECT capacity, encrypted, count FROM daogate_lru_caches WHERE name = ?"
+    private static let select = "SELECT capacity, encrypted, count, max_age, max_bytes FROM daogate_lru_caches WHERE name = ?"
     private static let selectIgnoringCase = "SELECT name FROM daogate_lru_caches WHERE name = ? COLLATE NOCASE"
-    private static let selectAll = "SELECT name, capacity, encrypted, count FROM daogate_lru_caches ORDER BY name"
+    private static let selectAll = "SELECT name, capacity, encrypted, count, max_age, max_bytes FROM daogate_lru_caches ORDER BY name"
     private static let insert = "INSERT INTO daogate_lru_caches (name, capacity, encrypted, created, count) VALUES (?, ?, ?, ?, 0)"
     private static let updateCapacity = "UPDATE daogate_lru_caches SET capacity = ? WHERE name = ?"
     private static let updateCount = "UPDATE daogate_lru_caches SET count = ? WHERE name = ?"
@@ -123,6 +165,7 @@ enum DiskCacheCatalog {
         try statement.bind([.string(name)])
         guard try statement.step() else { return nil }
         let record = DiskCacheRecord(capacity: Int(statement.int64(at: 0)), encrypted: statement.int64(at: 1) != 0,
+                                     maxAge: optionalDouble(statement, 3), maxBytes: optionalDouble(statement, 4).map { Int($0) },
                                      count: Int(statement.int64(at: 2)))
         _ = try statement.step()
         return record
@@ -150,7 +193,8 @@ enum DiskCacheCatalog {
         var caches: [DiskCacheInfo] = []
         while try statement.step() {
             caches.append(DiskCacheInfo(name: statement.string(at: 0), capacity: Int(statement.int64(at: 1)),
-                                        encrypted: statement.int64(at: 2) != 0, count: Int(statement.int64(at: 3))))
+                                        encrypted: statement.int64(at: 2) != 0, count: Int(statement.int64(at: 3)),
+                                        maxAge: optionalDouble(statement, 4), maxBytes: optionalDouble(statement, 5).map { Int($0) }))
         }
         return caches
     }
@@ -158,6 +202,58 @@ enum DiskCacheCatalog {
     static func add(_ db: Database, _ name: String, capacity: Int, encrypted: Bool, created: Double) throws {
         let statement = try db.cachedStatement(insert)
         try statement.bind([.string(name), .integer(Int64(capacity)), .integer(encrypted ? 1 : 0), .double(created)])
+        try statement.run()
+    }
+
+    /// A column that may be NULL, as a number.
+    private static func optionalDouble(_ statement: Statement, _ column: Int) -> Double? {
+        guard case .integer(let integer) = statement.value(at: column) else {
+            if case .double(let double) = statement.value(at: column) { return double }
+            return nil
+        }
+        return Double(integer)
+    }
+
+    /// Brings a catalog (and its caches' tables) made before the age and size
+    /// policies to today's layout: the columns, every entry used `now`, the
+    /// byte counts and their triggers. Nothing when there is no catalog or it is current.
+    static func migrate(_ db: Database, now: Double) throws {
+        let probe = try db.cachedStatement(exists)
+        let found = try probe.step()
+        if found { _ = try probe.step() }
+        guard found else { return }
+        let current = try db.cachedStatement(hasBytes)
+        let isCurrent = try current.step()
+        if isCurrent { _ = try current.step() }
+        guard !isCurrent else { return }
+        for statement in migration { try db.execute(statement) }
+        for cache in try all(db) {
+            guard let table = try? DiskCacheTable(checking: cache.name) else { continue }
+            for sql in table.migrate {
+                let statement = try db.makeStatement(sql)
+                if sql.hasPrefix("UPDATE") { try statement.bind([.double(now)]) }
+                try statement.run()
+            }
+            let bytes = try db.makeStatement(
+                "UPDATE daogate_lru_caches SET bytes = (SELECT coalesce(sum(\(DiskCacheTable.size(table.table))), 0) FROM \(table.table)) WHERE name = ?")
+            try bytes.bind([.string(cache.name)])
+            try bytes.run()
+        }
+    }
+
+    /// The bytes a cache's entries hold now.
+    static func bytes(_ db: Database, _ name: String) throws -> Int {
+        let statement = try db.cachedStatement(selectBytes)
+        try statement.bind([.string(name)])
+        guard try statement.step() else { return 0 }
+        let bytes = Int(statement.int64(at: 0))
+        _ = try statement.step()
+        return bytes
+    }
+
+    static func setPolicy(_ db: Database, _ name: String, maxAge: Double?, maxBytes: Int?) throws {
+        let statement = try db.cachedStatement(updatePolicy)
+        try statement.bind([maxAge.map(Value.double) ?? .null, maxBytes.map { .integer(Int64($0)) } ?? .null, .string(name)])
         try statement.run()
     }
 

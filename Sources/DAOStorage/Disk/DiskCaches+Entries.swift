@@ -151,18 +151,36 @@ extension DiskCaches {
     ///   own overhead.
     @discardableResult
     public func purgeExpired(in location: StorageLocation) throws -> (entries: Int, bytes: Int) {
+        try engine.withExistingDatabase(location) { database in try purgeExpired(in: database) } ?? (0, 0)
+    }
+
+    /// As `purgeExpired(in:)`, in a database already open (the background
+    /// sweep's visit); with `maxAge` (seconds), also the entries not written
+    /// or read for that long, in caches without a `maxAge` of their own
+    /// (a cache's own 0: never).
+    @discardableResult
+    public func purgeExpired(in database: OpenDatabase, maxAge: Double? = nil) throws -> (entries: Int, bytes: Int) {
         let now = clock.now()
-        return try writeExisting(location) { db in
+        try migrate(database)
+        return try Self.transaction(database) { db in
             var entries = 0
             var bytes = 0
             for cache in try DiskCacheCatalog.all(db) {
                 guard let table = try? DiskCacheTable(checking: cache.name) else { continue }
+                var removed = 0
                 let purge = try db.cachedStatement(table.deleteExpired)
                 try purge.bind([.double(now)])
-                var removed = 0
                 while try purge.step() {
                     removed += 1
                     bytes += Int(purge.int64(at: 0))
+                }
+                if let age = cache.maxAge ?? maxAge, age > 0 {
+                    let unused = try db.cachedStatement(table.deleteUnused)
+                    try unused.bind([.double(now - age)])
+                    while try unused.step() {
+                        removed += 1
+                        bytes += Int(unused.int64(at: 0))
+                    }
                 }
                 if removed > 0 {
                     try DiskCacheCatalog.setCount(db, cache.name, cache.count - removed)
@@ -170,7 +188,7 @@ extension DiskCaches {
                 }
             }
             return (entries, bytes)
-        } ?? (0, 0)
+        }
     }
 
     // MARK: Helpers
@@ -195,11 +213,23 @@ extension DiskCaches {
     private func store(_ db: Database, _ table: DiskCacheTable, record: inout DiskCacheRecord,
                        key: String, value: Value, expire: Double) throws {
         let stored = try DiskCacheCodec.encode(value, encrypted: record.encrypted, cipher: cipher, cache: table.name, key: key)
+        if let maxBytes = record.maxBytes {
+            let valueBytes = switch stored {
+            case .string(let text): text.utf8.count
+            case .blob(let bytes): bytes.count
+            default: 0
+            }
+            let size = key.utf8.count + valueBytes
+            guard size <= maxBytes else {
+                throw StorageError(.limitExceeded, "the entry takes \(size) bytes, more than cache '\(table.name)' holds in all (maxBytes \(maxBytes))")
+            }
+        }
+        let now = Value.double(clock.now())
         let update = try db.cachedStatement(table.update)
-        try update.bind([.string(key), stored, .double(expire)])
+        try update.bind([.string(key), stored, .double(expire), now])
         guard try update.run() == 0 else { return }
         let insert = try db.cachedStatement(table.insert)
-        try insert.bind([.string(key), stored, .double(expire)])
+        try insert.bind([.string(key), stored, .double(expire), now])
         try insert.run()
         record.count += 1
     }

@@ -10,12 +10,20 @@ public struct DiskCacheInfo: Sendable, Equatable {
     /// Entries stored, expired ones not yet removed included; at most
     /// `capacity + DiskCaches.slack(forCapacity: capacity)`.
     public var count: Int
+    /// Seconds after its last write or read an entry is removed by the
+    /// background sweep; nil: the server's `--purge-older-than`; 0: never.
+    public var maxAge: Double?
+    /// The most bytes (keys' UTF-8 and stored values) the cache holds; beyond,
+    /// the least recently used entries go. nil: no bound but `capacity`.
+    public var maxBytes: Int?
 
-    public init(name: String, capacity: Int, encrypted: Bool, count: Int) {
+    public init(name: String, capacity: Int, encrypted: Bool, count: Int, maxAge: Double? = nil, maxBytes: Int? = nil) {
         self.name = name
         self.capacity = capacity
         self.encrypted = encrypted
         self.count = count
+        self.maxAge = maxAge
+        self.maxBytes = maxBytes
     }
 }
 
@@ -34,12 +42,19 @@ public struct DiskCacheInfo: Sendable, Equatable {
 ///
 /// - `daogate_lru_caches(name TEXT PRIMARY KEY, capacity INTEGER NOT NULL,
 ///   encrypted INTEGER NOT NULL, created REAL NOT NULL, count INTEGER NOT NULL
+///   DEFAULT 0, max_age REAL, max_bytes INTEGER, bytes INTEGER NOT NULL
 ///   DEFAULT 0)`: one row per cache. `encrypted` is 0 or 1; `created` is
 ///   seconds since 1970; `count` is the number of rows in the cache's table,
 ///   updated in the same transaction as every write to it, so that neither
 ///   `info` nor the eviction check has to count rows (O(n) in SQLite).
+///   `max_age` (seconds, NULL: the server's purge age, 0: never) and
+///   `max_bytes` (NULL: no bound) are the cache's policies; `bytes` is what
+///   its keys and values hold, kept by three triggers on its table
+///   (`"daogate_lru_<name>:insert"`, `:delete`, `:update`).
 /// - per cache, `"daogate_lru_<name>"(key TEXT PRIMARY KEY, value BLOB NOT
-///   NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL)`, with
+///   NULL, expire REAL NOT NULL DEFAULT 0, touched INTEGER NOT NULL, used REAL
+///   NOT NULL DEFAULT 0)` (`used`: when the entry was last written or read,
+///   seconds since 1970, what `max_age` compares with), with
 ///   the indexes `"daogate_lru_<name>:touched"` on `touched` and
 ///   `"daogate_lru_<name>:expire"` on `expire WHERE expire > 0`.
 ///   - `value`: a plain cache's value as compact JSON text (binary data as
@@ -64,7 +79,14 @@ public struct DiskCacheInfo: Sendable, Equatable {
 /// may exceed `capacity` by up to `slack(forCapacity:)`; when a write makes
 /// the count larger than `capacity + slack`, the least recently used entries
 /// are deleted down to `capacity`, in one statement. Expired entries count
-/// until read, evicted or purged (`purgeExpired(in:)`).
+/// until read, evicted or purged (`purgeExpired(in:)`). With `maxBytes`,
+/// after every write the least recently used entries beyond that many bytes
+/// are deleted too (one read of the catalog row when within it); an entry
+/// larger than `maxBytes` alone is refused.
+///
+/// A file made before `used`, `max_age`, `max_bytes` and `bytes` existed is
+/// brought to this layout on its first use by this process, in one
+/// transaction: every entry then counts as used at that moment.
 ///
 /// ## Concurrency and errors
 ///
@@ -110,11 +132,21 @@ public final class DiskCaches: Sendable {
     /// `maximumCapacity`; `encrypted` needs a cipher (`.encryptionUnavailable`).
     /// - Returns: the cache, whether it was created, and how many entries a
     ///   smaller capacity evicted.
+    ///
+    /// `maxAge` (seconds; nil: the server's purge age; 0: never) and
+    /// `maxBytes` (nil: no bound) are the cache's age and size policies;
+    /// each call sets them to what it gives. A smaller `maxBytes` than the
+    /// cache holds evicts at once too.
     @discardableResult
-    public func create(_ name: String, in location: StorageLocation, capacity: Int, encrypted: Bool) throws
+    public func create(_ name: String, in location: StorageLocation, capacity: Int, encrypted: Bool,
+                       maxAge: Double? = nil, maxBytes: Int? = nil) throws
         -> (info: DiskCacheInfo, created: Bool, evicted: Int) {
         let table = try DiskCacheTable(checking: name)
         guard capacity >= 1 else { throw StorageError(.invalidValue, "a cache's capacity is at least 1, not \(capacity)") }
+        if let maxAge, !(maxAge.isFinite && maxAge >= 0) {
+            throw StorageError(.invalidValue, "maxAge is a number of seconds, 0 for never; not \(maxAge)")
+        }
+        if let maxBytes, maxBytes < 1 { throw StorageError(.invalidValue, "maxBytes is at least 1, not \(maxBytes)") }
         guard capacity <= maximumCapacity else {
             throw StorageError(.limitExceeded, "a cache's capacity is at most \(maximumCapacity), not \(capacity)")
         }
@@ -129,15 +161,23 @@ public final class DiskCaches: Sendable {
                         "cache '\(name)' exists \(record.encrypted ? "encrypted" : "not encrypted"); its values cannot change how they are stored: delete it first")
                 }
                 var evicted = 0
+                let count = record.count
                 if record.capacity != capacity {
                     try DiskCacheCatalog.setCapacity(db, name, capacity)
                     record.capacity = capacity
                     if record.count > capacity {
                         evicted = try Self.evict(db, table, record: &record, downTo: capacity)
-                        try DiskCacheCatalog.setCount(db, name, record.count)
                     }
                 }
-                return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: record.count), false, evicted)
+                if record.maxAge != maxAge || record.maxBytes != maxBytes {
+                    try DiskCacheCatalog.setPolicy(db, name, maxAge: maxAge, maxBytes: maxBytes)
+                    record.maxAge = maxAge
+                    record.maxBytes = maxBytes
+                    evicted += try Self.evictBeyondBytes(db, table, record: &record)
+                }
+                if record.count != count { try DiskCacheCatalog.setCount(db, name, record.count) }
+                return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: record.count,
+                                      maxAge: maxAge, maxBytes: maxBytes), false, evicted)
             }
             if let other = try DiskCacheCatalog.nameIgnoringCase(db, name) {
                 throw StorageError(
@@ -146,8 +186,11 @@ public final class DiskCaches: Sendable {
             try db.execute(table.createTable)
             try db.execute(table.createTouchedIndex)
             try db.execute(table.createExpireIndex)
+            for trigger in table.createTriggers { try db.execute(trigger) }
             try DiskCacheCatalog.add(db, name, capacity: capacity, encrypted: encrypted, created: now)
-            return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: 0), true, 0)
+            if maxAge != nil || maxBytes != nil { try DiskCacheCatalog.setPolicy(db, name, maxAge: maxAge, maxBytes: maxBytes) }
+            return (DiskCacheInfo(name: name, capacity: capacity, encrypted: encrypted, count: 0, maxAge: maxAge, maxBytes: maxBytes),
+                    true, 0)
         }
     }
 
@@ -155,16 +198,19 @@ public final class DiskCaches: Sendable {
     public func info(_ name: String, in location: StorageLocation) throws -> DiskCacheInfo {
         _ = try DiskCacheTable(checking: name)
         let record = try engine.withExistingDatabase(location) { database in
-            try database.pool.read { db in try DiskCacheCatalog.existingRecord(db, name) }
+            try migrate(database)
+            return try database.pool.read { db in try DiskCacheCatalog.existingRecord(db, name) }
         }
         guard let record else { throw Self.unknown(name) }
-        return DiskCacheInfo(name: name, capacity: record.capacity, encrypted: record.encrypted, count: record.count)
+        return DiskCacheInfo(name: name, capacity: record.capacity, encrypted: record.encrypted, count: record.count,
+                             maxAge: record.maxAge, maxBytes: record.maxBytes)
     }
 
     /// Every cache of the location's database, sorted by name (byte order).
     public func list(in location: StorageLocation) throws -> [DiskCacheInfo] {
         try engine.withExistingDatabase(location) { database in
-            try database.pool.read { db in try DiskCacheCatalog.all(db) }
+            try migrate(database)
+            return try database.pool.read { db in try DiskCacheCatalog.all(db) }
         } ?? []
     }
 
@@ -186,16 +232,30 @@ public final class DiskCaches: Sendable {
     /// Runs `body` in an immediate transaction on the location's writer,
     /// opening (and creating) the file if needed.
     func write<T>(_ location: StorageLocation, _ body: (Database) throws -> T) throws -> T {
-        try engine.withOpenDatabase(location) { database in try Self.transaction(database, body) }
+        try engine.withOpenDatabase(location) { database in
+            try migrate(database)
+            return try Self.transaction(database, body)
+        }
+    }
+
+    /// Brings the file's caches to today's layout once per open file (`DiskCacheCatalog.migrate`).
+    func migrate(_ database: OpenDatabase) throws {
+        try database.ensure("daogate_lru_caches:policies") {
+            let now = clock.now()
+            try Self.transaction(database) { db in try DiskCacheCatalog.migrate(db, now: now) }
+        }
     }
 
     /// As `write`, in a database that exists: nil, creating no file, when
     /// there is none (reads and deletions there would only create it, empty).
     func writeExisting<T>(_ location: StorageLocation, _ body: (Database) throws -> T) throws -> T? {
-        try engine.withExistingDatabase(location) { database in try Self.transaction(database, body) }
+        try engine.withExistingDatabase(location) { database in
+            try migrate(database)
+            return try Self.transaction(database, body)
+        }
     }
 
-    private static func transaction<T>(_ database: OpenDatabase, _ body: (Database) throws -> T) throws -> T {
+    static func transaction<T>(_ database: OpenDatabase, _ body: (Database) throws -> T) throws -> T {
         try database.pool.write { db in try db.inTransaction(.immediate) { try body(db) } }
     }
 
@@ -220,10 +280,26 @@ public final class DiskCaches: Sendable {
         return evicted
     }
 
-    /// Evicts when `record.count` is beyond capacity and slack; see `evict(_:_:record:downTo:)`.
+    /// Evicts when `record.count` is beyond capacity and slack (see `evict(_:_:record:downTo:)`),
+    /// or the bytes beyond `maxBytes`.
     static func evictIfFull(_ db: Database, _ table: DiskCacheTable, record: inout DiskCacheRecord) throws -> Int {
-        guard record.count > record.capacity + slack(forCapacity: record.capacity) else { return 0 }
-        return try evict(db, table, record: &record, downTo: record.capacity)
+        var evicted = 0
+        if record.count > record.capacity + slack(forCapacity: record.capacity) {
+            evicted = try evict(db, table, record: &record, downTo: record.capacity)
+        }
+        return evicted + (try evictBeyondBytes(db, table, record: &record))
+    }
+
+    /// With `maxBytes`, deletes the least recently used entries while the
+    /// cache holds more bytes than it; counts them out of `record`. The byte
+    /// count is kept by triggers, so the check costs one read of the catalog row.
+    static func evictBeyondBytes(_ db: Database, _ table: DiskCacheTable, record: inout DiskCacheRecord) throws -> Int {
+        guard let maxBytes = record.maxBytes, try DiskCacheCatalog.bytes(db, table.name) > maxBytes else { return 0 }
+        let eviction = try db.cachedStatement(table.evictBeyondBytes)
+        try eviction.bind([.integer(Int64(maxBytes))])
+        let evicted = try eviction.run()
+        record.count -= evicted
+        return evicted
     }
 
     static func unknown(_ name: String) -> StorageError {

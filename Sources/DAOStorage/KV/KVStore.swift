@@ -237,6 +237,45 @@ public final class KVStore: Sendable {
         } ?? (0, 0)
     }
 
+    /// Removes, from an open database, the purgeable entries last written at
+    /// or before `cutoff` (seconds since 1970), in write transactions of at
+    /// most `batch` entries each, so that a call waiting for the writer waits
+    /// for one batch at most: how many, and the bytes their keys and values held.
+    /// A database without the key-value table is left as it is (no table is made).
+    public func purgeAged(in database: OpenDatabase, writtenBefore cutoff: Double, batch: Int = 256) throws -> (entries: Int, bytes: Int) {
+        guard try database.pool.read({ db in try Self.hasTable(db) }) else { return (0, 0) }
+        var total = (entries: 0, bytes: 0)
+        while true {
+            let removed = try database.pool.write { db in
+                try db.inTransaction {
+                    let delete = try db.cachedStatement("""
+                        DELETE FROM daogate_kv WHERE (business, key) IN (SELECT business, key FROM daogate_kv
+                          WHERE purgeable != 0 AND updated <= ?1 LIMIT ?2)
+                        RETURNING length(CAST(business AS BLOB)) + length(CAST(key AS BLOB)) + coalesce(length(CAST(value AS BLOB)), 0)
+                        """)
+                    defer { delete.reset() }
+                    try delete.bind([.double(cutoff), .integer(Int64(batch))])
+                    var removed = (entries: 0, bytes: 0)
+                    while try delete.step() {
+                        removed.entries += 1
+                        removed.bytes += Int(delete.int64(at: 0))
+                    }
+                    return removed
+                }
+            }
+            total.entries += removed.entries
+            total.bytes += removed.bytes
+            if removed.entries < batch { return total }
+        }
+    }
+
+    /// Whether the database has the key-value table.
+    static func hasTable(_ db: Database) throws -> Bool {
+        let probe = try db.cachedStatement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'daogate_kv'")
+        defer { probe.reset() }
+        return try probe.step()
+    }
+
     // MARK: Values
 
     /// The value as the type holds it, or `invalidValue` naming what was expected.

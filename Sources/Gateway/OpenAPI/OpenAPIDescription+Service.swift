@@ -219,6 +219,19 @@ extension OpenAPIDescription {
         )
     }
 
+    /// One pass of the background sweep, and the sweep's summary in `GET /events`.
+    static var sweepsSchema: JSONSchema {
+        let pass = JSONSchema.object(properties: [
+            "time": .string(format: .dateTime), "files": .integer(format: .int64), "kvEntries": .integer(format: .int64),
+            "diskCacheEntries": .integer(format: .int64), "memoryCacheEntries": .integer(format: .int64),
+            "vacuums": .integer(format: .int64), "bytesReturned": .integer(format: .int64), "errors": .integer(format: .int64),
+            "seconds": .number,
+        ], additionalProperties: .init(false))
+        return .object(required: false, properties: [
+            "passes": .integer(format: .int64), "last": pass.nullableSchemaObject(), "recent": .array(items: pass),
+        ], additionalProperties: .init(false))
+    }
+
     /// `/events`.
     func eventsPaths(_ template: RouteTemplate) -> [DescribedPath] {
         let event = JSONSchema.object(
@@ -227,13 +240,14 @@ extension OpenAPIDescription {
             additionalProperties: .init(false))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Table events",
-            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted, table_owned: a module refused a table another module made) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage. Also the latest module reloads (POST /admin/reload, SIGHUP), newest first; their problems and warnings for the admin only.",
+            description: "Counts of table events (should_upgrade, upgrade_failed, table_created, table_deleted, table_owned: a module refused a table another module made) and the latest hundred, newest first: of shared storages and the caller's own (X-User-Id), or with the admin token of every storage. Also the latest module reloads (POST /admin/reload, SIGHUP), newest first; their problems and warnings for the admin only. For the admin, `sweeps`: the background sweep's passes (`serve --purge-every`), the last one and the latest twenty that removed or gave back something, newest first.",
             operationId: "events",
             parameters: [.parameter(OpenAPI.Parameter.header(name: "X-User-Id", required: false, schema: Self.userSchema,
                                                              description: "The caller's user: their own storage's events are shown too."))],
             responses: responses(.object(properties: ["counts": .object(additionalProperties: .init(.integer(format: .int64))),
                                                       "recent": .array(items: event),
-                                                      "reloads": .array(items: Self.reloadSchema)], additionalProperties: .init(false)), errors: [400, 401, 403]),
+                                                      "reloads": .array(items: Self.reloadSchema),
+                                                      "sweeps": Self.sweepsSchema], additionalProperties: .init(false)), errors: [400, 401, 403]),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }

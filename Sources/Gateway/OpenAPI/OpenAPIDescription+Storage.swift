@@ -56,6 +56,8 @@ extension OpenAPIDescription {
         components.schemas["DiskCacheInfo"] = .object(
             title: "DiskCacheInfo",
             properties: ["name": .string, "capacity": .integer(format: .int64), "count": .integer(format: .int64), "encrypted": .boolean,
+                         "maxAge": .number(nullable: true, description: "Seconds after its last write or read an entry is removed by the background sweep; null: the server's --purge-older-than; 0: never."),
+                         "maxBytes": .integer(format: .int64, nullable: true, description: "The most bytes (keys and stored values) the cache holds; beyond, the least recently used entries go; null: no bound."),
                          "created": .boolean(required: false), "evicted": .integer(format: .int64, required: false)],
             additionalProperties: .init(false))
         let freed = JSONSchema.object(properties: ["entries": .integer(format: .int64), "bytes": .integer(format: .int64)],
@@ -111,7 +113,15 @@ extension OpenAPIDescription {
         _ = named("RemoveAll", ["all": .boolean(description: "true: every entry (false is refused).")])
         for isMemory in [true, false] {
             var createProperties: OrderedDictionary<String, JSONSchema> = ["capacity": .integer(format: .int64, minimum: (1, exclusive: false))]
-            if !isMemory { createProperties["encrypted"] = .boolean(required: false, nullable: true) }
+            if !isMemory {
+                createProperties["encrypted"] = .boolean(required: false, nullable: true)
+                createProperties["maxAge"] = .number(required: false, nullable: true,
+                                                     description: "Seconds after its last write or read an entry is removed by the background sweep; absent or null: the server's --purge-older-than; 0: never. Each PUT sets it.",
+                                                     minimum: (0, exclusive: false))
+                createProperties["maxBytes"] = .integer(format: .int64, required: false, nullable: true,
+                                                        description: "The most bytes (keys' UTF-8 and stored values) the cache holds; beyond, the least recently used entries go, and an entry larger than it alone is refused (400 limit_exceeded). Absent or null: no bound. Each PUT sets it.",
+                                                        minimum: (1, exclusive: false))
+            }
             _ = named(isMemory ? "MemoryCacheCreate" : "DiskCacheCreate", createProperties)
             _ = named(isMemory ? "MemoryCacheList" : "DiskCacheList",
                       ["caches": .array(items: .reference(.component(named: isMemory ? "MemoryCacheInfo" : "DiskCacheInfo")))])
@@ -351,11 +361,16 @@ extension OpenAPIDescription {
         let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
         return one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["storage"], summary: "Reset a storage",
-            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay.",
+            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay. With the body `{\"all\": true}` and X-User-Id (no X-Storage), every storage of that user, default and custom, at once (the reference's APDataReset), all or nothing: each file is first moved aside, and if one cannot be, those moved come back and nothing is reset.",
             operationId: "resetStorage", parameters: [owner, storage],
+            requestBody: OpenAPI.Request(
+                description: "Optional. `all`: true resets every storage of the X-User-Id user; false or no body: the one storage.",
+                content: [.json: .init(OpenAPI.Content(schema: .object(
+                    properties: ["all": .boolean(required: false)], additionalProperties: .init(false))))],
+                required: false),
             responses: responses(.object(properties: ["databases": .integer(format: .int64), "bytes": .integer(format: .int64),
                                                       "memoryCaches": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 500, 503]),
+                                 errors: [400, 401, 403, 415, 500, 503]),
             security: conditional)))
     }
 

@@ -54,7 +54,7 @@ extension Gateway {
         guard let user = caller.user else {
             throw Problem(400, "user_required", "a reset of every storage is one user's: send X-User-Id")
         }
-        guard try header(request, Self.storageHeader) == nil else {
+        guard nonEmpty(try header(request, Self.storageHeader)) == nil else {
             throw Problem(400, "invalid_body", "a reset of every storage names no storage: leave X-Storage out, or send no body")
         }
         return try storage {

@@ -83,6 +83,12 @@ import Testing
     @Test func aDiskCacheBoundedByBytesKeepsItsMostRecentEntriesWithinTheBound() throws {
         let server = try LiveServer(arguments: ["--purge-every", "0"])
         let ann = "X-User-Id: ann"
+        // The largest bound a body can give is kept and read back as stored (through a double it would trap).
+        for _ in 0..<2 {
+            #expect(try server.curl("/lru/disk/user/huge", method: "PUT", body: #"{"capacity": 1, "maxBytes": 9223372036854775807}"#,
+                                    headers: [ann]).status == 200)
+        }
+        #expect(try server.curl("/lru/disk/user/huge", headers: [ann]).json?["maxBytes"] as? Int == Int.max)
         let created = try server.curl("/lru/disk/user/b", method: "PUT", body: #"{"capacity": 100, "maxBytes": 1000}"#, headers: [ann])
         #expect(created.json?["maxBytes"] as? Int == 1000)
         // Each entry: a 2-byte key and 202 bytes of JSON text.
@@ -181,6 +187,9 @@ import Testing
         let files = FileManager.default.enumerator(atPath: server.data.path)?.compactMap { $0 as? String } ?? []
         #expect(files.filter { $0.contains("ann") }.isEmpty, "\(files)")
         #expect(files.filter { $0.hasSuffix(".reset") }.isEmpty)
+        // An empty X-Storage names no storage, as on every route.
+        #expect(try server.curl("/storage/reset", method: "POST", body: #"{"all": true}"#,
+                                headers: json + ["X-User-Id: bob", "X-Storage;"]).status == 200)
     }
 
     @Test(arguments: [["--purge-every", "5x"], ["--purge-every", "1.5h"], ["--purge-older-than=-1d"],

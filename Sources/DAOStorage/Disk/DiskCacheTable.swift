@@ -165,7 +165,7 @@ enum DiskCacheCatalog {
         try statement.bind([.string(name)])
         guard try statement.step() else { return nil }
         let record = DiskCacheRecord(capacity: Int(statement.int64(at: 0)), encrypted: statement.int64(at: 1) != 0,
-                                     maxAge: optionalDouble(statement, 3), maxBytes: optionalDouble(statement, 4).map { Int($0) },
+                                     maxAge: optionalDouble(statement, 3), maxBytes: optionalInteger(statement, 4),
                                      count: Int(statement.int64(at: 2)))
         _ = try statement.step()
         return record
@@ -194,7 +194,7 @@ enum DiskCacheCatalog {
         while try statement.step() {
             caches.append(DiskCacheInfo(name: statement.string(at: 0), capacity: Int(statement.int64(at: 1)),
                                         encrypted: statement.int64(at: 2) != 0, count: Int(statement.int64(at: 3)),
-                                        maxAge: optionalDouble(statement, 4), maxBytes: optionalDouble(statement, 5).map { Int($0) }))
+                                        maxAge: optionalDouble(statement, 4), maxBytes: optionalInteger(statement, 5)))
         }
         return caches
     }
@@ -206,6 +206,12 @@ enum DiskCacheCatalog {
     }
 
     /// A column that may be NULL, as a number.
+    /// An integer column read as stored (through a double, Int64.max would round beyond Int's range and trap).
+    private static func optionalInteger(_ statement: Statement, _ column: Int) -> Int? {
+        guard case .integer(let integer) = statement.value(at: column) else { return nil }
+        return Int(integer)
+    }
+
     private static func optionalDouble(_ statement: Statement, _ column: Int) -> Double? {
         guard case .integer(let integer) = statement.value(at: column) else {
             if case .double(let double) = statement.value(at: column) { return double }

@@ -36,10 +36,11 @@ extension Gateway {
         if !call.request.body.isEmpty {
             let example = #"{"all": true} (with X-User-Id, without X-Storage)"#
             let body = try bodyObject(call.request, allowed: ["all"], example: example)
-            guard case .bool(let all)? = body["all"] else {
-                throw Problem(400, "invalid_body", "all is true or false: \(example)")
+            switch body["all"] {
+            case nil, .null?, .bool(false)?: break  // one storage, as with no body
+            case .bool(true)?: return try resetEverywhere(call.request, caller)
+            default: throw Problem(400, "invalid_body", "all is true or false: \(example)")
             }
-            if all { return try resetEverywhere(call.request, caller) }
         }
         return try storage {
             let report = try engine.resetStorage(caller.storage, user: caller.user)

@@ -187,6 +187,8 @@ import Testing
         let files = FileManager.default.enumerator(atPath: server.data.path)?.compactMap { $0 as? String } ?? []
         #expect(files.filter { $0.contains("ann") }.isEmpty, "\(files)")
         #expect(files.filter { $0.hasSuffix(".reset") }.isEmpty)
+        // An empty object is no body: the one storage named (here the default) is reset.
+        #expect(try server.curl("/storage/reset", method: "POST", body: "{}", headers: json + ["X-User-Id: bob"]).status == 200)
         // An empty X-Storage names no storage, as on every route.
         #expect(try server.curl("/storage/reset", method: "POST", body: #"{"all": true}"#,
                                 headers: json + ["X-User-Id: bob", "X-Storage;"]).status == 200)

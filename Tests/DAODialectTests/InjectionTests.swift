@@ -165,7 +165,7 @@ import Testing
         #expect(try loaded.render("s", #"["it's"]"#) == [SQL("select 'it''s'")])
     }
 
-    @Test(arguments: ["t; drop table x", "sqlite_master", "TableVersions", "order", "", "../x", "a b", "x\u{0}",
+    @Test(arguments: ["t; drop table x", "sqlite_master", "TableVersions", "_litestream_seq", "_Litestream_Lock", "order", "", "../x", "a b", "x\u{0}",
                       String(repeating: "a", count: 200), "1abc", "tāble"])
     func hostileTableNamesAreRefused(name: String) {
         #expect(tableNameProblem(name) != nil)

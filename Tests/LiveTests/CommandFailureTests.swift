@@ -103,6 +103,14 @@ import Testing
         #expect(try String(contentsOf: kept, encoding: .utf8) == "mine")
     }
 
+    @Test func restoreFailuresNameWhatFailed() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let missing = folder.appendingPathComponent("replica").path
+        Self.expectRunFailure(try Self.daogate(["restore", "--replica", "file://" + missing, "--data", folder.appendingPathComponent("d").path]),
+                              "restore", "the replica folder \(missing) does not exist")
+    }
+
     @Test func moveBucketFailuresNameWhatFailed() throws {
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -170,6 +178,14 @@ import Testing
         (["render", "modules", "Books", "addBook", "--args", "{"], "render", "--args is not valid JSON"),
         (["serve", "--auth", "magic"], "serve", "auth must be jwt or trusted-header, not magic"),
         (["backup"], "backup", "Missing expected argument"),
+        (["litestream-config", "--data", "d", "--replica", "http://x/y"], "litestream-config", "the replica is file:///path or s3://bucket/path"),
+        (["litestream-config", "--data", "d", "--replica", "file://relative"], "litestream-config", "a file replica is file:///absolute/path"),
+        (["litestream-config", "--data", "d", "--replica", "file:///r", "--sync-interval", "soon"], "litestream-config", "--sync-interval is a duration"),
+        (["restore", "--replica", "file:///r", "--data", "d", "--bucket", "3"], "restore", "--bucket needs --shard-map"),
+        (["restore", "--replica", "file:///r", "--data", "d", "--user", "a b"], "restore", "--user a b:"),
+        (["restore", "--replica", "file:///r", "--data", "d", "--timestamp", "yesterday"], "restore", "--timestamp is an RFC 3339 moment"),
+        (["failover", "a", "--to", "a", "--shard-map", "m.json", "--replica", "file:///r", "--spare-data", "d"], "failover",
+         "the spare is another shard than the lost one"),
     ])
     func aWrongCommandLineIsAUsageError(arguments: [String], command: String, words: String) throws {
         let run = try Self.daogate(arguments)

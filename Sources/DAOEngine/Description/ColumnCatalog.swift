@@ -14,10 +14,10 @@ struct ColumnCatalog {
 
     init() {}
 
-    /// Reads `database`'s schema (its `sqlite_` tables left out).
+    /// Reads `database`'s schema (SQLite's `sqlite_` tables and Litestream's `_litestream_` tables left out).
     init(_ database: Database) {
         guard let names = try? database.makeStatement(
-            #"select name from sqlite_schema where type in ('table', 'view') and name not like 'sqlite\_%' escape '\'"#),
+            #"select name from sqlite_schema where type in ('table', 'view') and name not like 'sqlite\_%' escape '\' and name not like '\_litestream\_%' escape '\'"#),
             let info = try? database.makeStatement("select name, type from pragma_table_info(?)")
         else { return }
         while (try? names.step()) == true {

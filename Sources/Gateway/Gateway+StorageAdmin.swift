@@ -34,10 +34,10 @@ extension Gateway {
     func resetStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let caller = try cleanupCaller(call.request)
         if !call.request.body.isEmpty {
-            let example = #"{"all": true} (with X-User-Id, without X-Storage)"#
+            let example = #"{"all": true} (with X-User-Id)"#
             let body = try bodyObject(call.request, allowed: ["all"], example: example)
             switch body["all"] {
-            case nil, .null?, .bool(false)?: break  // one storage, as with no body
+            case nil, .bool(false)?: break  // one storage, as with no body
             case .bool(true)?: return try resetEverywhere(call.request, caller)
             default: throw Problem(400, "invalid_body", "all is true or false: \(example)")
             }
@@ -50,13 +50,11 @@ extension Gateway {
         }
     }
 
-    /// Every storage of one user, all or nothing (`Engine.resetUserEverywhere`), and their memory caches.
+    /// Every storage of one user, all or nothing (`Engine.resetUserEverywhere`), and their memory caches;
+    /// an `X-Storage` sent with it changes nothing: all is all.
     private func resetEverywhere(_ request: HTTPRequest, _ caller: Caller) throws(Problem) -> HTTPResponse {
         guard let user = caller.user else {
             throw Problem(400, "user_required", "a reset of every storage is one user's: send X-User-Id")
-        }
-        guard nonEmpty(try header(request, Self.storageHeader)) == nil else {
-            throw Problem(400, "invalid_body", "a reset of every storage names no storage: leave X-Storage out, or send no body")
         }
         return try storage {
             let storages = [nil] + engine.customStorages()

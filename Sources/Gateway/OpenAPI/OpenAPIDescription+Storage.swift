@@ -361,7 +361,7 @@ extension OpenAPIDescription {
         let conditional: [OpenAPI.SecurityRequirement] = [[.component(named: "admin"): []], [:]]
         return one(template, OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["storage"], summary: "Reset a storage",
-            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay. With the body `{\"all\": true}` and X-User-Id (no X-Storage), every storage of that user, default and custom, at once (the reference's APDataReset), all or nothing: each file is first moved aside, and if one cannot be, those moved come back and nothing is reset.",
+            description: "Removes the databases and memory caches of the storage X-Storage names (the default one without it); the next call starts empty. Bound files (`database=`) stay. With the body `{\"all\": true}` and X-User-Id (X-Storage, if sent, changes nothing), every storage of that user, default and custom, at once (the reference's APDataReset), all or nothing: each file is first moved aside, and if one cannot be, those moved come back and nothing is reset.",
             operationId: "resetStorage", parameters: [owner, storage],
             requestBody: OpenAPI.Request(
                 description: "Optional. `all`: true resets every storage of the X-User-Id user; false or no body: the one storage.",

@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
         // Against a real `daogate serve` on a loopback port, with curl.
-        .testTarget(name: "LiveTests"),
+        .testTarget(name: "LiveTests", dependencies: ["DAOValue"]),
     ],
     swiftLanguageModes: [.v6]
 )

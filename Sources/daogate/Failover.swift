@@ -46,17 +46,12 @@ struct Failover: ParsableCommand {
     @Option(help: "HAProxy's buckets.map, in any spelling of the path its configuration names.")
     var haproxyMap: String?
 
-    @Option(help: "The litestream program (DAOGATE_LITESTREAM; default: litestream on the PATH).")
-    var litestream: String?
-
-    @Option(help: "Databases restored at once (each by a litestream process of its own).")
-    var parallel: Int = 8
+    @OptionGroup var restoring: RestoreOptions
 
     func validate() throws {
         _ = try Replica(replica)
         guard (haproxySocket == nil) == (haproxyMap == nil) else { throw ValidationError("--haproxy-socket and --haproxy-map go together") }
         guard shard != to else { throw ValidationError("the spare is another shard than the lost one") }
-        guard (1...64).contains(parallel) else { throw ValidationError("--parallel is 1 to 64") }
     }
 
     func run() throws {
@@ -99,7 +94,7 @@ struct Failover: ParsableCommand {
                         return owned.contains(ShardMap.bucket(of: location.user.rawValue, buckets: map.buckets))
                     }
                     return common
-                }, timestamp: nil, force: true, litestream: Restore.program(litestream), parallel: parallel, command: "failover")
+                }, timestamp: nil, force: true, litestream: restoring.program, parallel: restoring.parallel, command: "failover")
             } catch {
                 throw unchanged("the restore failed: \(error)")
             }

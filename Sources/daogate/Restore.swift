@@ -41,11 +41,7 @@ struct Restore: ParsableCommand {
     @Flag(help: "Overwrite databases that exist in the data folder.")
     var force = false
 
-    @Option(help: "The litestream program (DAOGATE_LITESTREAM; default: litestream on the PATH).")
-    var litestream: String?
-
-    @Option(help: "Databases restored at once (each by a litestream process of its own).")
-    var parallel: Int = 8
+    @OptionGroup var restoring: RestoreOptions
 
     func validate() throws {
         _ = try Replica(replica)
@@ -53,7 +49,6 @@ struct Restore: ParsableCommand {
         for id in user {
             do { _ = try UserID(id) } catch { throw ValidationError("--user \(id.prefix(40)): \(error)") }
         }
-        guard (1...64).contains(parallel) else { throw ValidationError("--parallel is 1 to 64") }
         if let timestamp, ISO8601DateFormatter().date(from: timestamp) == nil {
             throw ValidationError("--timestamp is an RFC 3339 moment such as 2026-01-02T15:04:05Z, not \(timestamp)")
         }
@@ -78,18 +73,13 @@ struct Restore: ParsableCommand {
             return false
         }
         let summary = try Self.restore(from: replica, into: data, choosing: choose, timestamp: timestamp, force: force,
-                                       litestream: Self.program(litestream), parallel: parallel, command: "restore")
+                                       litestream: restoring.program, parallel: restoring.parallel, command: "restore")
         var object = OrderedObject()
         object["databases"] = .integer(Int64(summary.files.count))
         object["bytes"] = .integer(summary.bytes)
         object["seconds"] = .double(summary.seconds)
         object["files"] = .array(summary.files.map { .string($0) })
         print(String(decoding: Value.object(object).jsonBytes(), as: UTF8.self))
-    }
-
-    /// The litestream program: the option, else `DAOGATE_LITESTREAM`, else `litestream` on the PATH.
-    static func program(_ option: String?) -> String {
-        option ?? ProcessInfo.processInfo.environment["DAOGATE_LITESTREAM"].flatMap { $0.isEmpty ? nil : $0 } ?? "litestream"
     }
 
     /// The user of a user database's relative path (`users/p-ann.db`, `storages/S/users/x-….db`), nil for any other.
@@ -183,5 +173,23 @@ struct Restore: ParsableCommand {
         }
         progress.line("\(chosen.count) databases, \(TerminalProgress.bytes(outcome.bytes)), in \((seconds * 100).rounded() / 100) s, into \(root)")
         return Summary(files: chosen, bytes: outcome.bytes, seconds: seconds)
+    }
+}
+
+/// How `restore` and `failover` run Litestream: the same two options for both.
+struct RestoreOptions: ParsableArguments {
+    @Option(help: "The litestream program (DAOGATE_LITESTREAM; default: litestream on the PATH).")
+    var litestream: String?
+
+    @Option(help: "Databases restored at once (each by a litestream process of its own).")
+    var parallel: Int = 8
+
+    func validate() throws {
+        guard (1...64).contains(parallel) else { throw ValidationError("--parallel is 1 to 64") }
+    }
+
+    /// The litestream program: the option, else `DAOGATE_LITESTREAM`, else `litestream` on the PATH.
+    var program: String {
+        litestream ?? ProcessInfo.processInfo.environment["DAOGATE_LITESTREAM"].flatMap { $0.isEmpty ? nil : $0 } ?? "litestream"
     }
 }

@@ -5,13 +5,13 @@ over them for SECONDS, with and without `litestream replicate -exec` (file repli
 
     .venv/bin/python Tests/Replication/cost.py [USERS ...]     (default 1000; not part of `make test`)
 
-Port 41050. Prints one line per run."""
+Port 31050. Prints one line per run."""
 import http.client, json, os, shutil, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.path.abspath(os.environ.get("DAOGATE_BINARY", os.path.join(ROOT, ".build/debug/daogate")))
 LITESTREAM = os.path.join(ROOT, ".venv/bin/litestream")
-PORT = 41050
+PORT = 31050
 SECONDS = float(os.environ.get("COST_SECONDS", "10"))
 THREADS = 4
 

@@ -16,7 +16,8 @@
    for the buckets it lost; a second failover run completes; a bucket then moves from b to the spare (an
    import of files holding Litestream's tables).
 
-Run by Tests/Replication/run (part of `make test`). Ports: REPLICATION_PORT_BASE (default 41000) and the
+Run by Tests/Replication/run (part of `make test`). Ports: REPLICATION_PORT_BASE (default 31000,
+below Linux's ephemeral range 32768-60999, where a client connection of Litestream could hold one for a while) and the
 next 3, and +90 (the S3 server). Loopback only."""
 import http.client, json, os, random, shutil, signal, sqlite3, subprocess, sys, tempfile, threading, time, zlib
 
@@ -25,7 +26,7 @@ BINARY = os.path.abspath(os.environ.get("DAOGATE_BINARY", os.path.join(ROOT, ".b
 VENV = os.path.join(ROOT, ".venv/bin")
 LITESTREAM = os.path.join(VENV, "litestream")
 RCLONE = os.path.join(VENV, "rclone")
-BASE = int(os.environ.get("REPLICATION_PORT_BASE", "41000"))
+BASE = int(os.environ.get("REPLICATION_PORT_BASE", "31000"))
 BUCKETS = 64
 USERS = [f"r-{n:04d}" for n in range(int(os.environ.get("REPLICATION_USERS", "1000")))]
 LOAD_SECONDS = float(os.environ.get("REPLICATION_LOAD_SECONDS", "25"))
@@ -118,7 +119,9 @@ class Server:
                 time.sleep(0.1)
             self.stop()
             time.sleep(1)
-        fail(f"server {self.name} did not start (see {self.log_path})")
+        with open(self.log_path, "rb") as f:
+            tail = f.read()[-3000:].decode(errors="replace")
+        fail(f"server {self.name} did not start on port {self.port}; the end of {self.log_path}:\n{tail}")
         raise SystemExit(1)
 
     def pids(self):

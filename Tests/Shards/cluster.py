@@ -6,12 +6,13 @@ documented 503s; no request reached a shard that does not own its user (no 421 a
 crc32 and daogate's buckets agree, for ids with every visible ASCII character (from X-User-Id and from a JWT's
 claim); `daogate backup` of a shard under load holds every write acknowledged before it, and each copy checks.
 
-Run by Tests/Shards/run (part of `make test`). Ports: SHARDS_PORT_BASE (default 35100) and the next five."""
+Run by Tests/Shards/run (part of `make test`). Ports: SHARDS_PORT_BASE (default 30100, below
+Linux's ephemeral range 32768-60999, so no client connection holds one) and the next five."""
 import base64, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("DAOGATE_BINARY", os.path.join(ROOT, ".build/debug/daogate"))
-BASE = int(os.environ.get("SHARDS_PORT_BASE", "35100"))
+BASE = int(os.environ.get("SHARDS_PORT_BASE", "30100"))
 BUCKETS = 256
 USERS = [f"u-{n:04d}" for n in range(2000)]
 LOAD_SECONDS = float(os.environ.get("SHARDS_LOAD_SECONDS", "20"))

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402  (its Shard, request and wait_for)
 
 ROOT, BINARY = cluster.ROOT, cluster.BINARY
-BASE = int(os.environ.get("SHARDS_PORT_BASE", "35100")) + 20
+BASE = int(os.environ.get("SHARDS_PORT_BASE", "30100")) + 20
 BUCKETS = 16
 CAP = 262144  # --max-database-size of the shards
 failures = cluster.failures  # one list: cluster.wait_for reports there too

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOValue
 import Foundation
 
@@ -80,27 +81,6 @@ public enum ModuleLoader {
             ? [LoadError(file: file, line: root.line, message: "the module could not be loaded")]
             : reported.enumerated().sorted { ($0.element.line, $0.offset) < ($1.element.line, $1.offset) }.map(\.element))
     }
-}
-
-/// Identifiers: module names, method ids, argument names, table names.
-func isIdentifier(_ text: some StringProtocol) -> Bool { isIdentifier(bytes: text.utf8) }
-
-/// An identifier's bytes: a letter or `_`, then letters, digits and `_`.
-func isIdentifier(bytes: some Collection<UInt8>) -> Bool {
-    guard let first = bytes.first, !isASCIIDigit(first) else { return false }
-    return bytes.allSatisfy(isIdentifierByte)
-}
-
-@inline(__always) func isIdentifierByte(_ byte: UInt8) -> Bool {
-    byte == UInt8(ascii: "_") || isASCIILetter(byte) || isASCIIDigit(byte)
-}
-
-@inline(__always) func isASCIILetter(_ byte: UInt8) -> Bool {
-    (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
-}
-
-@inline(__always) func isASCIIDigit(_ byte: UInt8) -> Bool {
-    byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
 }
 
 /// Words an argument or item cannot be named, because expressions read them.

@@ -36,13 +36,8 @@ extension ModuleParser {
                 case "const":
                     if element.attributes.isEmpty { error(element.line, "<const> declares no constant") }
                     for (name, value) in element.attributes {
-                        if name == "T" || name == "t" {
-                            error(element.line, "'\(name)' cannot be a constant name: ${T} and ${t} are the table")
-                        } else if !isIdentifier(name) {
-                            error(element.line, "constant name '\(name)' must be an identifier")
-                        } else if declarations.consts[name] != nil || declarations.fragments[name] != nil {
-                            error(element.line, "'\(name)' is already defined")
-                        } else {
+                        if isNewInclusion(name, in: declarations, line: element.line, as: "a constant name",
+                                          notAnIdentifier: "constant name '\(name)' must be an identifier") {
                             declarations.consts[name] = (value, element.line)
                         }
                     }
@@ -50,13 +45,8 @@ extension ModuleParser {
                 case "sql":
                     checkAttributes(element, ["id"])
                     let id = element.attribute("id") ?? ""
-                    if id == "T" || id == "t" {
-                        error(element.line, "'\(id)' cannot be an sql fragment id: ${T} and ${t} are the table")
-                    } else if !isIdentifier(id) {
-                        error(element.line, "<sql> needs an id that is an identifier")
-                    } else if declarations.consts[id] != nil || declarations.fragments[id] != nil {
-                        error(element.line, "'\(id)' is already defined")
-                    } else {
+                    if isNewInclusion(id, in: declarations, line: element.line, as: "an sql fragment id",
+                                      notAnIdentifier: "<sql> needs an id that is an identifier") {
                         declarations.fragments[id] = element
                     }
                 case "select", "insert", "update", "delete":
@@ -92,6 +82,22 @@ extension ModuleParser {
                 }
             }
         }
+    }
+
+    /// Whether `name` may name a new const or `<sql>` fragment, which share the names `${}` includes;
+    /// reports why not (`T` and `t` are the table).
+    mutating func isNewInclusion(_ name: String, in declarations: Declarations, line: Int, as what: String,
+                                 notAnIdentifier: String) -> Bool {
+        if name == "T" || name == "t" {
+            error(line, "'\(name)' cannot be \(what): ${T} and ${t} are the table")
+        } else if !isIdentifier(name) {
+            error(line, notAnIdentifier)
+        } else if declarations.consts[name] != nil || declarations.fragments[name] != nil {
+            error(line, "'\(name)' is already defined")
+        } else {
+            return true
+        }
+        return false
     }
 
     mutating func parseMap(_ element: XMLElement) -> ResultMap? {

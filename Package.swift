@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOSQLiteTests", dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
-        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
         // Against a real `daogate serve` on a loopback port, with curl.

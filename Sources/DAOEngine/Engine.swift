@@ -30,7 +30,7 @@ public final class Engine: Sendable {
         public var changeWindow = 256
         /// How long a database's change window is kept once nobody follows it (`ChangeFeed.retention`).
         public var changeRetention = Duration.seconds(300)
-        /// The most bytes the common space's files of every storage hold together (`StorageQuotas`); nil: no cap.
+        /// The most bytes the common space's files of every storage hold together (`DiskQuotas`); nil: no cap.
         /// What one user stores, all their storages together, is capped by `database.maximumDatabaseBytes`.
         public var maximumCommonBytes: Int?
         /// The custom storages (`X-Storage`) a user may have files in, the default storage not counted; nil: no bound.

@@ -29,6 +29,9 @@ let package = Package(
         // module map, so that no Swift module needs C++ interoperability.
         .target(name: "CRE2", linkerSettings: [.linkedLibrary("re2")]),
 
+        // The classes of ASCII bytes (letters, digits, controls, identifiers), one definition for every
+        // layer that checks bytes: beneath the DAO targets and the HTTP transport alike, knowing neither.
+        .target(name: "ASCIIBytes", swiftSettings: crossModule),
         // What travels: the value type and its JSON form.
         .target(
             name: "DAOValue",
@@ -38,7 +41,7 @@ let package = Package(
         // The dialect: module files → module model → rendered statements.
         .target(
             name: "DAODialect",
-            dependencies: ["DAOValue", "CLibXML2", "CSQLite"],
+            dependencies: ["ASCIIBytes", "DAOValue", "CLibXML2", "CSQLite"],
             swiftSettings: crossModule
         ),
         // The SQLite layer: connections, statements and their cache, the
@@ -52,19 +55,19 @@ let package = Package(
         // storage spaces, the registry of open files.
         .target(
             name: "DAOEngine",
-            dependencies: ["DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"],
+            dependencies: ["ASCIIBytes", "DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"],
             swiftSettings: crossModule
         ),
         // The reference's other storage layers in the same files: the
         // key-value store, the LRU memory and disk caches.
         .target(
             name: "DAOStorage",
-            dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]
+            dependencies: ["ASCIIBytes", "DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]
         ),
         // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
         .target(
             name: "HTTPTransport",
-            dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ASCIIBytes", "CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: crossModule
         ),
         // The gateway: routes, JSON mapping, errors, OpenAPI, authentication
@@ -110,7 +113,7 @@ let package = Package(
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOSQLiteTests", dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
-        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
         // Against a real `daogate serve` on a loopback port, with curl.

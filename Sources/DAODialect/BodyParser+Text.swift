@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOValue
 
 private let space = UInt8(ascii: " ")

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOValue
 
 /// What every method of a module can refer to.

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import CSQLite
 import DAOValue
 

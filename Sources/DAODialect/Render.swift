@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOValue
 
 /// A bound parameter that must be encrypted before it is written: the

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import CLibXML2
 
 /// A module file's XML as a small tree with line numbers, read through libxml2.

@@ -93,7 +93,7 @@ final class DatabaseRegistry: Sendable {
     /// `configuration` with the users' journal.
     private let userConfiguration: DatabaseConfiguration
     /// The caps on what users and the common space store, and on users' storages.
-    let quotas: StorageQuotas
+    let quotas: DiskQuotas
 
     private typealias Entry = LeasedLRU<StorageLocation, OpenDatabase>.Entry
 
@@ -117,7 +117,7 @@ final class DatabaseRegistry: Sendable {
     init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode,
          maximumCommonBytes: Int? = nil, maximumStoragesPerUser: Int? = nil) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
-        self.quotas = StorageQuotas(root: self.root, userBytes: configuration.maximumDatabaseBytes,
+        self.quotas = DiskQuotas(root: self.root, userBytes: configuration.maximumDatabaseBytes,
                                     commonBytes: maximumCommonBytes, storagesPerUser: maximumStoragesPerUser)
         self.budget = budget
         self.configuration = configuration
@@ -131,7 +131,7 @@ final class DatabaseRegistry: Sendable {
 
     /// How a location's connections are opened: the users' journal is for
     /// users' databases only, shared files keep WAL; a file is never larger
-    /// than its group's cap (`StorageQuotas`), a bound file has none.
+    /// than its group's cap (`DiskQuotas`), a bound file has none.
     private func configuration(for location: StorageLocation) -> DatabaseConfiguration {
         guard case .user = location else {
             var shared = configuration
@@ -189,7 +189,7 @@ final class DatabaseRegistry: Sendable {
     /// nil when it has no file and `creating` is false.
     /// Out of file descriptors, the idle databases and readers give theirs
     /// back and the open is tried once more; then it is `overloaded`.
-    /// A user's file in a custom storage is created only when the user may have one more (`StorageQuotas.admitting`).
+    /// A user's file in a custom storage is created only when the user may have one more (`DiskQuotas.admitting`).
     private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
         var opened = false
         return try acquire(location, creating: creating, opened: &opened)

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOSQLite
 import DAODialect
 import DAOValue
@@ -29,7 +30,7 @@ public final class Engine: Sendable {
         public var changeWindow = 256
         /// How long a database's change window is kept once nobody follows it (`ChangeFeed.retention`).
         public var changeRetention = Duration.seconds(300)
-        /// The most bytes the common space's files of every storage hold together (`StorageQuotas`); nil: no cap.
+        /// The most bytes the common space's files of every storage hold together (`DiskQuotas`); nil: no cap.
         /// What one user stores, all their storages together, is capped by `database.maximumDatabaseBytes`.
         public var maximumCommonBytes: Int?
         /// The custom storages (`X-Storage`) a user may have files in, the default storage not counted; nil: no bound.
@@ -222,17 +223,8 @@ struct TableChoice: Equatable {
 /// Whether two names are the same table in SQLite, which compares identifiers without regard to ASCII case
 /// (and byte for byte otherwise: not as Swift compares strings, which would equate canonically equivalent ones).
 public func sameTable(_ name: String, _ other: String?) -> Bool {
-    guard var other, name.utf8.count == other.utf8.count else { return false }
-    var name = name
-    return name.withUTF8 { a in
-        other.withUTF8 { b in
-            for index in 0..<a.count where a[index] != b[index] {
-                let lower = a[index] | 0x20
-                guard lower == b[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
-            }
-            return true
-        }
-    }
+    guard let other else { return false }
+    return asciiCaseInsensitiveEquals(name, other)
 }
 
 extension Engine {
@@ -290,7 +282,7 @@ extension Engine {
             if let requested {
                 throw EngineError(.invalidTable, "module \(module.name) names no table (no tableName, no ${T}); '\(requested.prefix(80))' is only for template modules")
             }
-            return TableChoice(name: "daogate_module_" + module.name, chosenByCaller: false)
+            return TableChoice(name: ReservedTableNames.daogatePrefix + "module_" + module.name, chosenByCaller: false)
         }
         guard let requested else {
             throw EngineError(.invalidTable, "module \(module.name) is a template (no tableName, and its statements write ${T}): the call must name its table")

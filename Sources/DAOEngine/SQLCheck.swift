@@ -25,7 +25,7 @@ import DAOValue
 public enum SQLCheck {
     /// The table of a template module while it is checked (of the first one,
     /// when there are several: the others get `daogate_check_2`, …).
-    public static let templateTable = "daogate_check"
+    public static let templateTable = ReservedTableNames.daogatePrefix + "check"
 
     public static func check(_ modules: [Module]) -> [LoadError] {
         var problems = Problems()

@@ -1,3 +1,5 @@
+import ASCIIBytes
+
 /// The names the storage layers take from callers, checked before they reach
 /// a file or a table.
 public enum Names {
@@ -13,7 +15,7 @@ public enum Names {
         guard length >= 1, length <= maximumBusinessLength else {
             throw StorageError(.invalidName, "a business is 1 to \(maximumBusinessLength) characters, not \(length)")
         }
-        guard !bytes.contains(UInt8(ascii: "/")), !bytes.contains(where: isControl) else {
+        guard !bytes.contains(UInt8(ascii: "/")), !bytes.contains(where: isASCIIControl) else {
             throw StorageError(.invalidName, "a business has no '/' and no control characters")
         }
     }
@@ -26,7 +28,7 @@ public enum Names {
         guard length >= 1, length <= maximumKeyLength else {
             throw StorageError(.invalidName, "a key is 1 to \(maximumKeyLength) characters, not \(length)")
         }
-        guard !bytes.contains(where: isControl) else {
+        guard !bytes.contains(where: isASCIIControl) else {
             throw StorageError(.invalidName, "a key has no control characters")
         }
     }
@@ -34,15 +36,8 @@ public enum Names {
     /// A cache name: an identifier of 1 to 64 ASCII letters, digits and `_`,
     /// not starting with a digit (a disk cache's table is named after it).
     public static func checkCacheName(_ name: String) throws(StorageError) {
-        let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumCacheNameLength,
-              bytes.allSatisfy({ isLetter($0) || isDigit($0) || $0 == UInt8(ascii: "_") }), !isDigit(bytes[0])
-        else {
+        guard name.utf8.count <= maximumCacheNameLength, isIdentifier(name) else {
             throw StorageError(.invalidName, "a cache name is 1 to \(maximumCacheNameLength) letters, digits and '_', not starting with a digit")
         }
     }
-
-    static func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
-    static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }
-    static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 }

@@ -15,7 +15,7 @@ public struct GatewayConfiguration: Sendable {
     /// The largest capacity of a disk cache.
     public var maximumDiskCacheCapacity: Int
     /// The time cache expiry compares with.
-    public var clock: StorageClock
+    public var clock: ExpiryClock
     /// Whether responses carry what the access log shows of the caller (a
     /// digest of the user id); without an access log there is no need to compute it.
     public var accessLog: Bool
@@ -34,7 +34,7 @@ public struct GatewayConfiguration: Sendable {
     public var explorer = true
 
     public init(adminToken: String? = nil, memoryCaches: MemoryCaches.Limits = .init(),
-                maximumDiskCacheCapacity: Int = 1_000_000, clock: StorageClock = .system, accessLog: Bool = true,
+                maximumDiskCacheCapacity: Int = 1_000_000, clock: ExpiryClock = .system, accessLog: Bool = true,
                 separateMetrics: Bool = false, authentication: Authentication = .trustedHeader, shard: Shard? = nil,
                 modulesDirectory: String? = nil) {
         self.adminToken = adminToken
@@ -74,7 +74,7 @@ public final class Gateway: HTTPResponder {
     let diskCaches: DiskCaches
     /// The generation in use, shared by all of them.
     let generations: Generations
-    var clock: StorageClock { configuration.clock }
+    var clock: ExpiryClock { configuration.clock }
     /// The open `GET /changes` streams.
     let changeStreams: ChangeStreams
 

@@ -1,3 +1,4 @@
+import ASCIIBytes
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -285,13 +286,13 @@ struct AccessLogLine {
     private mutating func appendEscaped(_ value: String) {
         // Most values have nothing to escape: one copy of their bytes.
         let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes where byte < 0x20 || byte == 0x7F { return false }
+            for byte in bytes where isASCIIControl(byte) { return false }
             self.bytes.append(contentsOf: bytes)
             return true
         }
         if plain == true { return }
         for byte in value.utf8 {
-            if byte < 0x20 || byte == 0x7F {
+            if isASCIIControl(byte) {
                 bytes.append(UInt8(ascii: "%"))
                 bytes.append(hexDigit(byte >> 4))
                 bytes.append(hexDigit(byte & 0x0F))

@@ -1,3 +1,4 @@
+import ASCIIBytes
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -364,7 +365,7 @@ func milliseconds(_ duration: Duration) -> String {
 
 /// The text with each control character written as `%XX`, so that a logged value stays on one line.
 func escapingControlCharacters(_ text: String) -> String {
-    guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return text }
+    guard text.utf8.contains(where: isASCIIControl) else { return text }
     var escaped = ""
     for scalar in text.unicodeScalars {
         if scalar.value < 0x20 || scalar.value == 0x7F {

@@ -1,3 +1,5 @@
+import ASCIIBytes
+
 /// One HTTP request as the transport hands it to a responder: method, path, query, headers and the whole body.
 public struct HTTPRequest: Sendable {
     /// The method token as sent: "GET", "POST", …
@@ -66,22 +68,5 @@ public struct DuplicateHeader: Error, Sendable, Equatable {
 
     public init(name: String) {
         self.name = name
-    }
-}
-
-/// Whether two strings are equal when ASCII letters are compared without case, as HTTP field names are.
-func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
-    // Names of other lengths, most of them, are told apart without reading a byte.
-    guard a.utf8.count == b.utf8.count else { return false }
-    // A loop over both strings' bytes, without iterators (a hot path: several header lookups per request).
-    var a = a, b = b
-    return a.withUTF8 { left in
-        b.withUTF8 { right in
-            for index in 0..<left.count where left[index] != right[index] {
-                let lower = left[index] | 0x20
-                guard lower == right[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
-            }
-            return true
-        }
     }
 }

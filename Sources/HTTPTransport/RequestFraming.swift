@@ -1,3 +1,5 @@
+import ASCIIBytes
+
 /// What the transport checks of a request before a responder sees it or any of its body is read: the request
 /// target, the header fields and the framing of the body (RFC 9112 §2.2, §5, §6.1, §6.3).
 ///
@@ -33,7 +35,7 @@ struct RequestFraming {
 
     /// Why the request must be refused, or nil when it may go on.
     var refusal: TransportRefusal? {
-        guard targetIsWhole, !target.contains(where: isControl) else {
+        guard targetIsWhole, !target.contains(where: isASCIIControl) else {
             return .invalidRequest("the request target holds a control character")
         }
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
@@ -78,16 +80,14 @@ private func isToken(_ name: String) -> Bool {
     return token ?? name.utf8.allSatisfy(isTokenCharacter)
 }
 
-private func isControl(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F }
-
 /// Whether a header value holds a control character other than a tab: a plain loop over a native string's
 /// bytes (every byte of every header of every request passes here; a bearer token is hundreds).
 private func containsControlOtherThanTab(_ value: String) -> Bool {
     let found = value.utf8.withContiguousStorageIfAvailable { bytes in
-        for byte in bytes where (byte < 0x20 && byte != 0x09) || byte == 0x7F { return true }
+        for byte in bytes where isASCIIControl(byte) && byte != 0x09 { return true }
         return false
     }
-    return found ?? value.utf8.contains { (isControl($0) && $0 != 0x09) }
+    return found ?? value.utf8.contains { isASCIIControl($0) && $0 != 0x09 }
 }
 
 /// `tchar` of RFC 9110 §5.6.2: what a field name is made of.

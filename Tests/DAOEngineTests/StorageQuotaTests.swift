@@ -6,7 +6,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The caps on what is stored (`StorageQuotas`): one user's files of every storage together, the common
+/// The caps on what is stored (`DiskQuotas`): one user's files of every storage together, the common
 /// space's files of every storage together, and the number of custom storages one user has.
 @Suite struct StorageQuotaTests {
     let fixture = EngineFixture()

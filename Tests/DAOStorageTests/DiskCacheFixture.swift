@@ -29,7 +29,7 @@ final class DiskCacheFixture: Sendable {
     /// Moves the clock by `seconds`.
     func advance(_ seconds: Double) { time.now += seconds }
 
-    var clock: StorageClock { time.storageClock }
+    var clock: ExpiryClock { time.expiryClock }
 
     func engine() throws -> Engine {
         try Engine(modules: [], configuration: Engine.Configuration(dataDirectory: dataDirectory))

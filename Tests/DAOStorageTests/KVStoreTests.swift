@@ -13,7 +13,7 @@ final class ManualClock: Sendable {
         get { seconds.withLock { $0 } }
         set { seconds.withLock { $0 = newValue } }
     }
-    var storageClock: StorageClock { StorageClock { [self] in now } }
+    var expiryClock: ExpiryClock { ExpiryClock { [self] in now } }
 }
 
 /// The bytes of a database file followed by its `-wal` file's, if any: what
@@ -35,7 +35,7 @@ final class KVFixture: @unchecked Sendable {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-kv-\(UUID().uuidString)").path
         key = try CipherKey.generate()
         engine = try Engine(modules: [], configuration: .init(dataDirectory: folder, cipher: Cipher(key: key)))
-        store = KVStore(engine: engine, cipher: encryption ? Cipher(key: key) : nil, clock: clock.storageClock)
+        store = KVStore(engine: engine, cipher: encryption ? Cipher(key: key) : nil, clock: clock.expiryClock)
     }
 
     /// A new engine and store on the same folder, as after a restart.
@@ -43,7 +43,7 @@ final class KVFixture: @unchecked Sendable {
         engine.shutdown()
         let key = key ?? self.key
         engine = try Engine(modules: [], configuration: .init(dataDirectory: folder, cipher: Cipher(key: key)))
-        store = KVStore(engine: engine, cipher: Cipher(key: key), clock: clock.storageClock)
+        store = KVStore(engine: engine, cipher: Cipher(key: key), clock: clock.expiryClock)
     }
 
     /// Every byte of a database file and its write-ahead log.

@@ -47,7 +47,7 @@ final class GatewayFixture: Sendable {
                                 configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
                                 observer: events)
         var configuration = GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
-                                                 clock: clock.storageClock, authentication: authentication,
+                                                 clock: clock.expiryClock, authentication: authentication,
                                                  shard: try shard?(root),
                                                  modulesDirectory: reloadable ? modulesDirectory : nil)
         configuration.explorer = explorer
@@ -94,7 +94,7 @@ final class TestClock: Sendable {
         get { seconds.withLock { $0 } }
         set { seconds.withLock { $0 = newValue } }
     }
-    var storageClock: StorageClock { StorageClock { [self] in now } }
+    var expiryClock: ExpiryClock { ExpiryClock { [self] in now } }
 }
 
 @Suite struct GatewayTests {

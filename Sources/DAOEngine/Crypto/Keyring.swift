@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import DAODialect
 import Foundation
 import Synchronization
 
@@ -42,7 +43,7 @@ public final class Keyring: Sendable {
     /// key that values without a recorded id (format version 1) decrypt with.
     public static let defaultID = "default"
     /// The longest key id.
-    public static let maximumIDLength = 64
+    public static let maximumIDLength = maximumKeyIDLength
 
     private let state: Mutex<Snapshot>
     /// The folder the ring was read from, nil for a ring of one key.
@@ -112,13 +113,7 @@ public final class Keyring: Sendable {
 
     /// Throws unless `id` is a key id: 1 to 64 ASCII letters, digits, `.`, `_` or `-`, not starting with `.` or `-`.
     public static func checkID(_ id: String) throws(CipherError) {
-        let bytes = Array(id.utf8)
-        let allowed = { (byte: UInt8) in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
-        guard (1...maximumIDLength).contains(bytes.count), bytes.allSatisfy(allowed),
-              bytes[0] != UInt8(ascii: "."), bytes[0] != UInt8(ascii: "-") else {
+        guard isKeyID(id) else {
             throw CipherError(.invalidKey, "'\(id)' is not a key id: 1 to \(maximumIDLength) letters, digits, '.', '_' or '-', not starting with '.' or '-'")
         }
     }

@@ -102,11 +102,11 @@ public final class DiskCaches: Sendable {
     /// The cipher of encrypted caches; without one, they cannot be created or used.
     public let cipher: Cipher?
     /// What expiry compares with.
-    public let clock: StorageClock
+    public let clock: ExpiryClock
     /// The largest capacity a cache may have.
     public let maximumCapacity: Int
 
-    public init(engine: Engine, cipher: Cipher?, clock: StorageClock = .system, maximumCapacity: Int = 1_000_000) {
+    public init(engine: Engine, cipher: Cipher?, clock: ExpiryClock = .system, maximumCapacity: Int = 1_000_000) {
         self.engine = engine
         self.cipher = cipher
         self.clock = clock

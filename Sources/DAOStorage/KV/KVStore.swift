@@ -94,7 +94,7 @@ public struct KVKey: Sendable, Equatable {
 public final class KVStore: Sendable {
     let engine: Engine
     let cipher: Cipher?
-    let clock: StorageClock
+    let clock: ExpiryClock
 
     static let table = "daogate_kv"
     static let create = """
@@ -103,7 +103,7 @@ public final class KVStore: Sendable {
           PRIMARY KEY (business, key)) WITHOUT ROWID
         """
 
-    public init(engine: Engine, cipher: Cipher?, clock: StorageClock = .system) {
+    public init(engine: Engine, cipher: Cipher?, clock: ExpiryClock = .system) {
         self.engine = engine
         self.cipher = cipher
         self.clock = clock

@@ -2,7 +2,7 @@ import Foundation
 
 /// The time expiry compares with: seconds since 1970, as the reference's
 /// `expire` timestamps (`[date timeIntervalSince1970]`). Tests give their own.
-public struct StorageClock: Sendable {
+public struct ExpiryClock: Sendable {
     public let now: @Sendable () -> Double
 
     public init(now: @escaping @Sendable () -> Double) {
@@ -10,5 +10,5 @@ public struct StorageClock: Sendable {
     }
 
     /// The wall clock.
-    public static let system = StorageClock { Date().timeIntervalSince1970 }
+    public static let system = ExpiryClock { Date().timeIntervalSince1970 }
 }

@@ -17,7 +17,7 @@ import Synchronization
 /// Bound files (a module's `database=`) are the operator's: uncapped. A cap
 /// lives as long as a file of its group is open (the pools hold it); a group
 /// with no file open has its members read on disk again at its next write.
-final class StorageQuotas: Sendable {
+final class DiskQuotas: Sendable {
     let root: String
     let userBytes: Int?
     let commonBytes: Int?

@@ -175,12 +175,10 @@ struct Serve: ParsableCommand {
     /// The options and their variables, checked before anything runs: a wrong one is a usage error (exit 64).
     func validate() throws {
         _ = try Settings(self)
-        _ = try changes.resolved()
     }
 
     func run() throws {
         let settings = try Settings(self)
-        let changeFeed = try changes.resolved()
         // Before any thread starts (the access log's writer among them): a thread that does not block SIGHUP would
         // take one sent while the main thread is busy reloading, and die of it.
         HTTPServer.blockTerminationSignals()
@@ -206,22 +204,8 @@ struct Serve: ParsableCommand {
             let keys = ring.ids.map { "\($0) (\(ring.keys[$0]!.fingerprint))" }.joined(separator: ", ")
             logger.info("encryption keys \(keys); new values use \(ring.current)")
         }
-        var engineConfiguration = Engine.Configuration(
-            dataDirectory: settings.data,
-            database: DatabaseConfiguration(synchronous: settings.synchronous, maximumReaders: max(2, settings.threads),
-                                            maximumDatabaseBytes: settings.maximumDatabaseBytes),
-            maximumOpenDatabases: settings.maximumOpenDatabases, maximumOpenDescriptors: settings.maximumOpenDescriptors,
-            maximumOpenBytes: settings.maximumOpenBytes, cipher: cipher)
-        engineConfiguration.userJournal = settings.userJournal
-        engineConfiguration.maximumCommonBytes = settings.maximumCommonBytes
-        engineConfiguration.maximumStoragesPerUser = settings.maximumStoragesPerUser
-        engineConfiguration.changeWindow = changeFeed.window
-        let httpConfiguration = HTTPServerConfiguration(
-            host: settings.host, port: settings.port, threads: settings.threads,
-            maximumBodySize: settings.maximumBodySize, connectionTimeout: settings.timeout,
-            connectionLimit: settings.maximumConnections, connectionsPerAddress: settings.maximumConnectionsPerAddress,
-            headerTimeout: .seconds(settings.headerTimeout), bodyTimeout: .seconds(settings.bodyTimeout),
-            tls: settings.tls)
+        let engineConfiguration = settings.engineConfiguration(cipher: cipher)
+        let httpConfiguration = settings.httpConfiguration
         let outcome = try orStop { try DescriptorLimit.ensure(engine: engineConfiguration, threads: settings.threads,
                                                               connections: httpConfiguration.connectionLimit) }
         if case .raised(let from, let to) = outcome {
@@ -238,17 +222,8 @@ struct Serve: ParsableCommand {
         if try orStop({ try engine.prepareCurrentVersionStorage(version: settings.deploymentVersion) }) {
             logger.notice("deployment version \(settings.deploymentVersion): the current-version storage was reset")
         }
-        var gatewayConfiguration = GatewayConfiguration(adminToken: try settings.adminToken(),
-                                                        memoryCaches: settings.memoryCaches,
-                                                        maximumDiskCacheCapacity: settings.maximumDiskCacheCapacity,
-                                                        accessLog: settings.accessLog,
-                                                        separateMetrics: settings.metricsListen != nil,
-                                                        authentication: authentication,
-                                                        shard: try settings.shard(),
-                                                        modulesDirectory: settings.modules)
-        gatewayConfiguration.changeStreams = changeFeed.limits
-        gatewayConfiguration.explorer = settings.explorer
-        let gateway = try Gateway(engine: engine, events: events, configuration: gatewayConfiguration)
+        let gateway = try Gateway(engine: engine, events: events,
+                                  configuration: try settings.gatewayConfiguration(authentication: authentication))
         // CORS is a layer around the gateway, present only when origins are listed.
         let responder: any HTTPResponder = settings.corsOrigins.isEmpty
             ? gateway : CORSResponder(wrapping: gateway, policy: Gateway.corsPolicy(origins: Set(settings.corsOrigins)))

@@ -52,9 +52,13 @@ struct Settings {
     var explorer: Bool
     /// `--cors-origin`, each checked and in the form browsers send.
     var corsOrigins: [String]
+    /// The change-feed group (`--changes-…`).
+    var changeStreams: ChangeStreamLimits
+    var changeWindow: Int
 
     init(_ options: Serve, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let source = OptionSource(environment)
+        (changeStreams, changeWindow) = try options.changes.resolved(environment: environment)
         modules = source.text(options.modules, "modules") ?? "modules"
         data = source.text(options.data, "data") ?? "data"
         // Defaults are the libraries' own.
@@ -214,6 +218,42 @@ struct Settings {
                 + "give --admin-token-file (Prometheus sends it as its bearer token)"
                 + " or, with --auth jwt, --jwt-admin-claim; or listen for metrics on loopback")
         }
+    }
+
+    /// The engine's configuration: the data folder, SQLite's settings, the budgets of open files, the cipher.
+    func engineConfiguration(cipher: Cipher?) -> Engine.Configuration {
+        var configuration = Engine.Configuration(
+            dataDirectory: data,
+            database: DatabaseConfiguration(synchronous: synchronous, maximumReaders: max(2, threads),
+                                            maximumDatabaseBytes: maximumDatabaseBytes),
+            maximumOpenDatabases: maximumOpenDatabases, maximumOpenDescriptors: maximumOpenDescriptors,
+            maximumOpenBytes: maximumOpenBytes, cipher: cipher)
+        configuration.userJournal = userJournal
+        configuration.maximumCommonBytes = maximumCommonBytes
+        configuration.maximumStoragesPerUser = maximumStoragesPerUser
+        configuration.changeWindow = changeWindow
+        return configuration
+    }
+
+    /// The HTTP server's configuration: the address, the workers, the limits and deadlines, TLS.
+    var httpConfiguration: HTTPServerConfiguration {
+        HTTPServerConfiguration(
+            host: host, port: port, threads: threads,
+            maximumBodySize: maximumBodySize, connectionTimeout: timeout,
+            connectionLimit: maximumConnections, connectionsPerAddress: maximumConnectionsPerAddress,
+            headerTimeout: .seconds(headerTimeout), bodyTimeout: .seconds(bodyTimeout),
+            tls: tls)
+    }
+
+    /// The gateway's configuration; the admin token and the shard map are read here.
+    func gatewayConfiguration(authentication: Authentication) throws -> GatewayConfiguration {
+        var configuration = GatewayConfiguration(adminToken: try adminToken(), memoryCaches: memoryCaches,
+                                                 maximumDiskCacheCapacity: maximumDiskCacheCapacity, accessLog: accessLog,
+                                                 separateMetrics: metricsListen != nil, authentication: authentication,
+                                                 shard: try shard(), modulesDirectory: modules)
+        configuration.changeStreams = changeStreams
+        configuration.explorer = explorer
+        return configuration
     }
 
     /// Whether an address is the loopback interface's: 127.0.0.0/8, ::1, localhost.

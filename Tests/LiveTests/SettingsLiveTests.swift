@@ -29,6 +29,26 @@ import Testing
         }
     }
 
+    /// Every command's option whose help names an environment variable names the one of its flag first
+    /// (`rekey --key-dir` reads `DAOGATE_KEY_DIR` as `serve --key-dir` does).
+    @Test func everyCommandsVariablesFollowTheRule() throws {
+        let text = try run(LiveServer.binary, ["--experimental-dump-help"])
+        let tool = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let commands = try #require((tool["command"] as? [String: Any])?["subcommands"] as? [[String: Any]])
+        var named = 0
+        for command in commands {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                guard let help = argument["abstract"] as? String,
+                      let first = help.firstMatch(of: /DAOGATE_[A-Z0-9_]+/).map({ String($0.0) }),
+                      let flag = (argument["names"] as? [[String: Any]])?.first(where: { $0["kind"] as? String == "long" })?["name"] as? String
+                else { continue }
+                named += 1
+                #expect(first == Self.variable(flag), "\(command["commandName"] ?? "") --\(flag): \(help)")
+            }
+        }
+        #expect(named > 50)
+    }
+
     /// Each variable, set to a value no option takes, changes what `serve` does where nothing else does: it
     /// refuses to start (or, for the one option any text suits, records the value), while the same start without
     /// it serves. So the server reads every variable the rule names.

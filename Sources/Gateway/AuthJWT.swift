@@ -143,7 +143,14 @@ public final class JWTVerifier: Sendable {
     @discardableResult
     public func reload() throws(JWTKeyError) -> JWTKeySet {
         let stamp = Self.stamp(settings)
-        let keys = try JWTKeySet.load(secretFile: settings.secretFile, keysFile: settings.keysFile)
+        let keys: JWTKeySet
+        do {
+            keys = try JWTKeySet.load(secretFile: settings.secretFile, keysFile: settings.keysFile)
+        } catch {
+            // Not again until the file changes once more (a half-written file is retried when it is rewritten).
+            state.withLock { $0.fileStamp = stamp }
+            throw error
+        }
         state.withLock { state in
             state.keys = keys
             state.generation += 1
@@ -153,17 +160,13 @@ public final class JWTVerifier: Sendable {
         return keys
     }
 
+    /// Whether a key file changed since it was last read (or tried).
+    public var keyFilesChanged: Bool { Self.stamp(settings) != state.withLock { $0.fileStamp } }
+
     /// Reloads when a key file changed since it was last read; nil when nothing changed.
     public func reloadIfChanged() throws(JWTKeyError) -> JWTKeySet? {
-        let stamp = Self.stamp(settings)
-        guard stamp != state.withLock({ $0.fileStamp }) else { return nil }
-        do {
-            return try reload()
-        } catch {
-            // Not again until the file changes once more (a half-written file is retried when it is rewritten).
-            state.withLock { $0.fileStamp = stamp }
-            throw error
-        }
+        guard keyFilesChanged else { return nil }
+        return try reload()
     }
 
     private static func stamp(_ settings: JWTSettings) -> [String] {

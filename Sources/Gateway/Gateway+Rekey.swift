@@ -14,7 +14,7 @@ extension Gateway {
     /// answers the summary. `daogate rekey` calls it when a server holds the data folder.
     func rekeyRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         guard request.body.isEmpty else { throw Problem(400, "invalid_body", "POST /admin/rekey takes no body") }
-        let engine = currentEngine
+        let engine = self.engine
         guard let cipher = engine.configuration.cipher else {
             throw Problem(409, "rekey_unavailable", "this server has no encryption key (--key-dir or --key-file): nothing is encrypted")
         }

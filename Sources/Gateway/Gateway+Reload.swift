@@ -5,23 +5,31 @@ import Foundation
 import HTTPTransport
 import Synchronization
 
-/// The generation of the gateway that answers: a reload replaces it whole.
-///
-/// Each request reads it once (`Gateway.respond`), so a request is answered
-/// by one module set from start to end: calls already running finish on the
-/// old set, the next ones start on the new. A generation shares the
-/// server's databases, caches, counters and events with the others; only the
-/// modules, their checks and the OpenAPI document are its own.
-final class Generations: Sendable {
-    /// nil while the first generation, which its owner holds, is current:
-    /// holding it here would keep it alive through its own reference.
-    private let latest = Mutex<Gateway?>(nil)
-    /// Held while a reload loads and swaps: reloads run one at a time.
-    let reloading = Mutex<Void>(())
+/// What one reload did (`ServerState.reload`): the module folder's outcome, and one line for each other part
+/// read again (the TLS certificate, the JWT keys, the key folder), logged together.
+public struct ServerReload: Sendable {
+    /// One part besides the modules: applied, or kept as it was, and why.
+    public struct Part: Sendable {
+        public var applied: Bool
+        public var message: String
+        public var warnings: [String] = []
 
-    var current: Gateway? { latest.withLock { $0 } }
+        init(applied: Bool, _ message: String, warnings: [String] = []) {
+            self.applied = applied
+            self.message = message
+            self.warnings = warnings
+        }
+    }
 
-    func replace(with gateway: Gateway) { latest.withLock { $0 = gateway } }
+    /// What asked for it: `SIGHUP`, `POST /admin/reload`, a JWT key file's change.
+    public var reason: String
+    public var parts: [Part] = []
+    public var modules: ModuleReload
+
+    init(reason: String) {
+        self.reason = reason
+        self.modules = ModuleReload(reason: reason)
+    }
 }
 
 /// What a reload of the module folder did: applied, or refused with its problems.
@@ -73,56 +81,15 @@ public struct ModuleReload: Sendable {
 }
 
 extension Gateway {
-    /// The engine of the generation that answers now (after module reloads, not the first one's).
-    public var currentEngine: Engine { (generations.current ?? self).engine }
-
-    /// Loads the module folder again, with the checks of a start (the
-    /// dialect, SQLite's, the encryption key); when the new set has no
-    /// problem, it replaces the one in use at once, and the OpenAPI document
-    /// with it. A refused set changes nothing. Either way the outcome is
-    /// logged and kept for `GET /events`.
-    @discardableResult
-    public func reloadModules(reason: String) -> ModuleReload {
-        generations.reloading.withLock { _ in
-            let current = generations.current ?? self
-            var report = ModuleReload(reason: reason)
-            guard let directory = configuration.modulesDirectory else {
-                report.problems = [LoadError(file: "<none>", line: 0, message: "the server was started without a module folder")]
-                events.record(report)
-                return report
-            }
-            let (loaded, loadErrors) = ModuleLoader.loadDirectory(directory)
-            report.problems = loadErrors + SQLCheck.check(loaded)
-            if report.problems.isEmpty {
-                do {
-                    let engine = try current.engine.replacingModules(loaded)
-                    let next = try current.nextGeneration(engine)
-                    report.compare(current.engine.modules, engine.modules)
-                    report.warnings = SQLCheck.plans(loaded)
-                    generations.replace(with: next)
-                } catch {
-                    report.problems = [LoadError(file: directory, line: 0, message: "\(error)")]
-                }
-            }
-            events.record(report)
-            return report
-        }
-    }
-
-    /// The generation over `engine`'s modules, sharing everything else with this one.
-    func nextGeneration(_ engine: Engine) throws -> Gateway {
-        try Gateway(engine: engine, events: events, configuration: configuration, metrics: metrics, kv: kv,
-                    memoryCaches: memoryCaches, diskCaches: diskCaches, changeStreams: changeStreams,
-                    generations: generations)
-    }
-
     /// `POST /admin/reload` (admin): the reload's report, or a 409 `modules_refused` with the problems.
     func reloadRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         guard request.body.isEmpty else { throw Problem(400, "invalid_body", "POST /admin/reload takes no body") }
         guard configuration.modulesDirectory != nil else {
             throw Problem(409, "reload_unavailable", "this server was started without a module folder to reload from")
         }
-        let report = reloadModules(reason: "POST /admin/reload")
+        // Everything is read again (`ServerState.reload`); the answer is the module folder's part, the others
+        // are in the log.
+        let report = state.reload(reason: "POST /admin/reload").modules
         guard report.applied else {
             let count = report.problems.count
             var problem = Problem(409, "modules_refused", "the module folder has \(count) problem\(count == 1 ? "" : "s"): the modules in use stay")
@@ -165,8 +132,14 @@ final class ReloadLog: Sendable {
 }
 
 extension EventLog {
-    /// Logs a reload's outcome and keeps it for `GET /events`.
-    func record(_ report: ModuleReload) {
+    /// Logs a reload's outcome, each part on a line of its own that starts with the reason, and keeps the
+    /// module folder's for `GET /events`.
+    func record(_ reload: ServerReload) {
+        for part in reload.parts {
+            if part.applied { logger?.notice("\(reload.reason): \(part.message)") } else { logger?.error("\(reload.reason): \(part.message)") }
+            for warning in part.warnings { logger?.warning("\(warning)") }
+        }
+        let report = reload.modules
         reloads.append(report)
         guard report.applied else {
             logger?.error("\(report.reason): the module folder has \(report.problems.count) problem\(report.problems.count == 1 ? "" : "s"); the modules in use stay")

@@ -55,28 +55,28 @@ public struct GatewayConfiguration: Sendable {
 /// in `Gateway.routes` (Gateway+Routes.swift); routing and error mapping live
 /// here, apart from the socket, so they are tested in-process.
 ///
-/// A gateway is one generation of the module set: a reload makes another
-/// over the same databases, caches, change streams and counters, and each
-/// request is answered wholly by the generation current when it arrived
-/// (Gateway+Reload.swift).
-public final class Gateway: HTTPResponder {
-    public let engine: Engine
-    public let configuration: GatewayConfiguration
-    public let events: EventLog
-    let metrics: Metrics
-    /// The access log's digest of each user, computed once per id.
-    let userDigests = UserDigests()
-    let openAPIDocument: [UInt8]
-    /// The key-value store, in the engine's files.
-    let kv: KVStore
-    /// The LRU caches: in memory, and in tables of the engine's files.
-    let memoryCaches: MemoryCaches
-    let diskCaches: DiskCaches
-    /// The generation in use, shared by all of them.
-    let generations: Generations
+/// A gateway is the server's long-lived state (`ServerState`) seen through
+/// one module set (`ModuleSet`). `respond` reads the set in use once per
+/// request and answers with a gateway over it, so each request is answered
+/// wholly by the set current when it arrived, and a reload swaps the set,
+/// never the server (Gateway+Reload.swift).
+public struct Gateway: HTTPResponder {
+    /// What every module set shares, held once for the life of the server.
+    public let state: ServerState
+    /// The module set this gateway answers with.
+    public let moduleSet: ModuleSet
+
+    public var engine: Engine { moduleSet.engine }
+    public var configuration: GatewayConfiguration { state.configuration }
+    public var events: EventLog { state.events }
+    var metrics: Metrics { state.metrics }
+    var userDigests: UserDigests { state.userDigests }
+    var openAPIDocument: [UInt8] { moduleSet.openAPIDocument }
+    var kv: KVStore { state.kv }
+    var memoryCaches: MemoryCaches { state.memoryCaches }
+    var diskCaches: DiskCaches { state.diskCaches }
     var clock: ExpiryClock { configuration.clock }
-    /// The open `GET /changes` streams.
-    let changeStreams: ChangeStreams
+    var changeStreams: ChangeStreams { state.changeStreams }
 
     /// The header naming the caller's user (their own storage).
     public static let userHeader = "X-User-Id"
@@ -87,38 +87,24 @@ public final class Gateway: HTTPResponder {
     /// `string` writes integers beyond ±(2^53 − 1) as JSON strings.
     public static let int64Header = "X-Int64-Format"
 
-    /// A gateway over the engine's modules; `GET /openapi.json` answers with
+    /// A server over the engine's modules (a new `ServerState`); `GET /openapi.json` answers with
     /// their description (`OpenAPIDescription`), made once here.
-    public convenience init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
-        try self.init(engine: engine, events: events, configuration: configuration, metrics: Metrics(),
-                      kv: KVStore(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock),
-                      memoryCaches: MemoryCaches(limits: configuration.memoryCaches),
-                      diskCaches: DiskCaches(engine: engine, cipher: engine.configuration.cipher, clock: configuration.clock,
-                                             maximumCapacity: configuration.maximumDiskCacheCapacity),
-                      changeStreams: ChangeStreams(feed: engine.changes, limits: configuration.changeStreams),
-                      generations: Generations())
+    public init(engine: Engine, events: EventLog, configuration: GatewayConfiguration = GatewayConfiguration()) throws {
+        let state = try ServerState(engine: engine, events: events, configuration: configuration)
+        self.init(state: state, moduleSet: state.modules)
     }
 
-    /// A generation: `engine`'s modules, with the server's other parts (`nextGeneration`).
-    init(engine: Engine, events: EventLog, configuration: GatewayConfiguration, metrics: Metrics, kv: KVStore,
-         memoryCaches: MemoryCaches, diskCaches: DiskCaches, changeStreams: ChangeStreams, generations: Generations) throws {
-        self.engine = engine
-        self.events = events
-        self.configuration = configuration
-        self.metrics = metrics
-        self.kv = kv
-        self.memoryCaches = memoryCaches
-        self.diskCaches = diskCaches
-        self.changeStreams = changeStreams
-        self.generations = generations
-        self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
-            modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
-            jwt: { if case .jwt = configuration.authentication { true } else { false } }()))
+    init(state: ServerState, moduleSet: ModuleSet) {
+        self.state = state
+        self.moduleSet = moduleSet
     }
+
+    /// The gateway over the module set in use now.
+    public var current: Gateway { Gateway(state: state, moduleSet: state.modules) }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        // The generation is read once: the whole request sees one module set.
-        let gateway = generations.current ?? self
+        // The module set is read once: the whole request sees one.
+        let gateway = current
         if let shard = configuration.shard { return gateway.respondAsShard(request, shard) }
         // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
         guard case .jwt = configuration.authentication else { return gateway.answer(request) }

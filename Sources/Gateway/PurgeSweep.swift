@@ -201,7 +201,7 @@ public final class PurgeSweep: Sendable {
     /// One pass; what it did is recorded in the event log.
     @discardableResult
     func pass() -> SweepReport {
-        let gateway = gateway.generations.current ?? gateway
+        let gateway = gateway.current
         let engine = gateway.engine
         let started = ContinuousClock.now
         var report = SweepReport()

@@ -24,7 +24,7 @@ struct Backup: ParsableCommand {
     var data: String?
 
     func run() throws {
-        let root = data ?? ProcessInfo.processInfo.environment["DAOGATE_DATA"].flatMap { $0.isEmpty ? nil : $0 } ?? "data"
+        let root = OptionSource().text(data, "data") ?? "data"
         let files = FileManager.default
         var isFolder: ObjCBool = false
         guard files.fileExists(atPath: root, isDirectory: &isFolder) else { throw RunFailure("the data folder \(root) does not exist") }

@@ -22,22 +22,14 @@ struct ChangeFeedOptions: ParsableArguments {
 
     /// The limits, from the options, else the environment, else the defaults.
     func resolved(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (limits: ChangeStreamLimits, window: Int) {
-        func number(_ option: Int?, _ name: String, _ fallback: Int, _ range: ClosedRange<Int>) throws -> Int {
-            if let option {
-                guard range.contains(option) else { throw ValidationError("\(name.lowercased()) must be in \(range)") }
-                return option
-            }
-            guard let text = environment[name], !text.isEmpty else { return fallback }
-            guard let parsed = Int(text), range.contains(parsed) else { throw ValidationError("\(name)=\(text) must be a number in \(range)") }
-            return parsed
-        }
+        let source = OptionSource(environment)
         let defaults = ChangeStreamLimits()
         let limits = ChangeStreamLimits(
-            perUser: try number(changesStreamsPerUser, "DAOGATE_CHANGES_STREAMS_PER_USER", defaults.perUser, 1...10_000),
-            total: try number(changesStreams, "DAOGATE_CHANGES_STREAMS", defaults.total, 1...1_000_000),
-            bufferBytes: try number(changesBuffer, "DAOGATE_CHANGES_BUFFER", defaults.bufferBytes, 1024...1 << 30),
-            heartbeat: .seconds(try number(changesHeartbeat, "DAOGATE_CHANGES_HEARTBEAT", 15, 1...3600)))
-        let window = try number(changesWindow, "DAOGATE_CHANGES_WINDOW", 256, 1...100_000)
+            perUser: try source.number(changesStreamsPerUser, "changes-streams-per-user", defaults.perUser, 1...10_000),
+            total: try source.number(changesStreams, "changes-streams", defaults.total, 1...1_000_000),
+            bufferBytes: try source.number(changesBuffer, "changes-buffer", defaults.bufferBytes, 1024...1 << 30),
+            heartbeat: .seconds(try source.number(changesHeartbeat, "changes-heartbeat", 15, 1...3600)))
+        let window = try source.number(changesWindow, "changes-window", 256, 1...100_000)
         return (limits, window)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DAODialect
 import DAOEngine
+import Gateway
 
 /// `daogate check DIR`: every problem of every module, as `file:line: message`.
 struct Check: ParsableCommand {
@@ -22,11 +23,10 @@ struct Check: ParsableCommand {
     var plans = false
 
     func run() throws {
-        let (modules, loadErrors) = ModuleLoader.loadDirectory(directory)
-        let errors = loadErrors + SQLCheck.check(modules)
+        // Plans of statements that do not prepare mean nothing: `load` asks them only of a set without problems.
+        let loaded = ModuleSet.load(directory, plans: plans)
+        let (modules, errors, warnings) = (loaded.modules, loaded.problems, loaded.warnings)
         for error in errors { print(error) }
-        // Plans of statements that do not prepare mean nothing: asked only of a set without problems.
-        let warnings = plans && errors.isEmpty ? SQLCheck.plans(modules) : []
         for warning in warnings { print("\(warning.file):\(warning.line): warning: \(warning.message)") }
         let methods = modules.reduce(0) { $0 + $1.methods.count }
         var summary = "\(modules.count) module\(modules.count == 1 ? "" : "s"), \(methods) method\(methods == 1 ? "" : "s"), \(errors.count) problem\(errors.count == 1 ? "" : "s")"

@@ -56,7 +56,7 @@ struct Failover: ParsableCommand {
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
-        let token = try Settings.adminToken(file: adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 },
+        let token = try Settings.adminToken(file: OptionSource(environment).text(adminTokenFile, "admin-token-file"),
                                             environment: environment)
         let started = ContinuousClock.now
         var progress = TerminalProgress(command: "failover")

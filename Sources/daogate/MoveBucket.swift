@@ -223,7 +223,7 @@ struct MoveBucket: ParsableCommand {
 
     private func adminToken() throws -> String? {
         let environment = ProcessInfo.processInfo.environment
-        let file = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let file = OptionSource(environment).text(adminTokenFile, "admin-token-file")
         return try Settings.adminToken(file: file, environment: environment)
     }
 

@@ -44,13 +44,11 @@ struct Rekey: ParsableCommand {
 
     func run() throws {
         let environment = ProcessInfo.processInfo.environment
-        func value(_ option: String?, _ name: String) -> String? {
-            option ?? environment[name].flatMap { $0.isEmpty ? nil : $0 }
-        }
-        let data = value(self.data, "DAOGATE_DATA") ?? "data"
-        let modulesFolder = value(modules, "DAOGATE_MODULES") ?? "modules"
-        guard let keyDir = value(keyDir, "DAOGATE_KEY_DIR") else {
-            throw ValidationError("rekey needs the keyring: --key-dir DIR (DAOGATE_KEY_DIR)")
+        let source = OptionSource(environment)
+        let data = source.text(self.data, "data") ?? "data"
+        let modulesFolder = source.text(modules, "modules") ?? "modules"
+        guard let keyDir = source.text(keyDir, "key-dir") else {
+            throw ValidationError("rekey needs the keyring: --key-dir DIR (\(OptionSource.variable("key-dir")))")
         }
         let ring: Keyring.Snapshot
         do {
@@ -106,7 +104,7 @@ struct Rekey: ParsableCommand {
 
     /// The rekey in the server that holds the data folder.
     private func rekeyThroughServer(_ address: String, environment: [String: String], ring: Keyring.Snapshot) throws -> Value {
-        let file = adminTokenFile ?? environment["DAOGATE_ADMIN_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let file = OptionSource(environment).text(adminTokenFile, "admin-token-file")
         var client = ShardClient(address: address, token: try Settings.adminToken(file: file, environment: environment))
         client.timeout = 24 * 3600
         printToStandardError("rekey: a server holds the data folder; rekeying through it, at \(address)")

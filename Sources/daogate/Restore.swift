@@ -190,6 +190,6 @@ struct RestoreOptions: ParsableArguments {
 
     /// The litestream program: the option, else `DAOGATE_LITESTREAM`, else `litestream` on the PATH.
     var program: String {
-        litestream ?? ProcessInfo.processInfo.environment["DAOGATE_LITESTREAM"].flatMap { $0.isEmpty ? nil : $0 } ?? "litestream"
+        OptionSource().text(litestream, "litestream") ?? "litestream"
     }
 }

@@ -4,7 +4,7 @@ import Gateway
 import Synchronization
 import Testing
 
-/// `POST /admin/reload` (and SIGHUP, which calls the same `reloadModules`):
+/// `POST /admin/reload` (and SIGHUP, which calls the same `ServerState.reload`):
 /// the module folder loaded again with the checks of a start; a set without
 /// problems replaces the one in use whole, a set with one changes nothing.
 @Suite struct ModuleReloadTests {

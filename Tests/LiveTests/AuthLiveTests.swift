@@ -94,7 +94,7 @@ import Testing
         // Every answer is the 404 of a missing key: none was refused, none failed.
         #expect(counts.hasPrefix("404:") && !counts.contains(" "), "\(counts)")
         #expect(server.log.contains("SIGHUP: 2 JWT keys loaded"), "\(server.log)")
-        #expect(server.log.contains("a JWT key file changed: 2 keys loaded"), "\(server.log)")
+        #expect(server.log.contains("a JWT key file changed: 2 JWT keys loaded"), "\(server.log)")
         let fresh = try Self.mint(new, "ann", ["--kid", "new"])
         #expect(try server.curl("/kv/user/biz/missing", headers: ["Authorization: Bearer \(fresh)"]).code == "key_not_found")
         let unknown = try Self.mint(new, "ann", ["--kid", "retired"])

@@ -1,6 +1,7 @@
 import DAODialect
 import DAOEngine
 import HTTPTransport
+import JWT
 
 /// How the gateway knows who calls.
 public enum Authentication: Sendable {

@@ -3,6 +3,7 @@ import DAOEngine
 import DAOValue
 import Foundation
 import HTTPTransport
+import JWT
 import Synchronization
 
 /// The limits of `GET /changes` streams.

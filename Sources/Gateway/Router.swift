@@ -81,7 +81,7 @@ public struct Route: Sendable {
                 throw Problem(thrown: error)
             }
         }
-        var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
+        var problem = Problem(.methodNotAllowed, "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
         problem.headers = [("Allow", methods.joined(separator: ", "))]
         throw problem
     }
@@ -131,12 +131,12 @@ struct RouteParameters {
         case .method: methodValue = value
         case .space:
             guard let space = StorageSpace(rawValue: value) else {
-                throw Problem(404, "not_found", "the space is common or user, not '\(value.prefix(40))'")
+                throw Problem(.notFound, "the space is common or user, not '\(value.prefix(40))'")
             }
             spaceValue = space
         case .kind:
             guard let kind = Gateway.CacheKind(rawValue: value) else {
-                throw Problem(404, "not_found", "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
+                throw Problem(.notFound, "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
             }
             kindValue = kind
         case .business: businessValue = try Self.checked(value, Names.checkBusiness)
@@ -245,7 +245,7 @@ struct Router: Sendable {
         for route in routesByFirstSegment[segments.first ?? ""] ?? [] where route.template.fits(segments) {
             return (route, try route.template.parameters(segments))
         }
-        throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
+        throw Problem(.notFound, "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
     }
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
@@ -285,17 +285,17 @@ struct Router: Sendable {
                 continue
             }
             guard index + 2 < raw.count, let high = hexValue(raw[index + 1]), let low = hexValue(raw[index + 2]) else {
-                return .failure(Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
+                return .failure(Problem(.invalidPath, "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
             }
             decoded.append(high << 4 | low)
             index += 3
         }
         if let control = decoded.first(where: { $0 < 0x20 || $0 == 0x7F }) {
             let hex = String(control, radix: 16, uppercase: true)
-            return .failure(Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
+            return .failure(Problem(.invalidPath, "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
         }
         guard let text = String(validating: decoded, as: UTF8.self) else {
-            return .failure(Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8"))
+            return .failure(Problem(.invalidPath, "a path segment, decoded, is not UTF-8"))
         }
         return .success(text)
     }

@@ -19,6 +19,8 @@ public struct Route: Sendable {
     struct Endpoint: Sendable {
         /// The methods this handler answers (`GET` with `HEAD`).
         let methods: [String]
+        /// The codes the handler can give: the document lists their statuses (`OpenAPIDescription.responses`).
+        let errors: RouteErrors
         let handler: Handler
     }
 
@@ -63,13 +65,24 @@ public struct Route: Sendable {
     /// The methods the route takes, in the order `Allow` lists them.
     public var methods: [String] { endpoints.flatMap(\.methods) }
 
-    /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport).
-    func get(head: Bool = true, _ handler: @escaping Handler) -> Route {
-        Route(self, adding: Endpoint(methods: head ? ["GET", "HEAD"] : ["GET"], handler: handler))
+    /// The codes the route declares for a method (nil: it does not take the method).
+    public func errors(of method: String) -> RouteErrors? {
+        endpoints.first { $0.methods.contains(method) }?.errors
     }
-    func put(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["PUT"], handler: handler)) }
-    func post(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["POST"], handler: handler)) }
-    func delete(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["DELETE"], handler: handler)) }
+
+    /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport), giving `errors`.
+    func get(head: Bool = true, errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: head ? ["GET", "HEAD"] : ["GET"], errors: RouteErrors(errors), handler: handler))
+    }
+    func put(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["PUT"], errors: RouteErrors(errors), handler: handler))
+    }
+    func post(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["POST"], errors: RouteErrors(errors), handler: handler))
+    }
+    func delete(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["DELETE"], errors: RouteErrors(errors), handler: handler))
+    }
 
     /// Answers with the handler of the request's method, or a 405 with `Allow`.
     func answer(_ gateway: Gateway, _ call: RouteCall) throws(Problem) -> HTTPResponse {

@@ -170,8 +170,8 @@ import Testing
         }
     }
 
-    /// docs/errors.md's table lists every code the gateway answers with, at its status: a code added later
-    /// without a row fails here.
+    /// docs/errors.md's table lists every code the gateway answers with, at its status, and no other (but HAProxy's
+    /// own `shard_unavailable`): a code added later without a row, or a row of a code no longer declared, fails here.
     @Test func theErrorsPageListsEveryCodeAtItsStatus() throws {
         let page = URL(fileURLWithPath: GatewayFixture.modulesDirectory).deletingLastPathComponent()
             .appendingPathComponent("docs/errors.md")
@@ -184,6 +184,8 @@ import Testing
         for (code, status) in Problem.statusOfCode.sorted(by: { $0.key < $1.key }) {
             #expect(rows[code] == status, "\(code) (\(status)) is \(rows[code].map(String.init) ?? "absent") in docs/errors.md")
         }
+        let undeclared = Set(rows.keys).subtracting(Problem.statusOfCode.keys)
+        #expect(undeclared == ["shard_unavailable"], "docs/errors.md lists codes ErrorCode does not declare: \(undeclared.sorted())")
     }
 
     /// On the wire: the status line's reason phrase and the body's title are the same words.

@@ -47,9 +47,11 @@ extension Gateway {
         Route("/modules/{module}/table", describedBy: { $0.deleteTablePaths($1) })
             .delete(errors: .admin, .module, .caller, .table, .file) { try $0.deleteTable($1) },
         Route("/modules/{module}/tables/delete", describedBy: { $0.deleteTablesPaths($1) })
-            .post(errors: .admin, .module, .caller, .body, .bodyLimit, [.engine(.invalidRegex)], .file) { try $0.deleteTables($1) },
+            .post(errors: .admin, .module, .caller, .body, .bodyLimit, .file,
+                          [.engine(.invalidRegex)]) { try $0.deleteTables($1) },
         Route("/modules/{module}/vacuum", describedBy: { $0.vacuumPaths($1) })
-            .post(errors: .admin, .module, .caller, [.request(.invalidJSON), .request(.invalidBody)], .file) { try $0.vacuum($1) },
+            .post(errors: .admin, .module, .caller, .file,
+                          [.request(.invalidJSON), .request(.invalidBody)]) { try $0.vacuum($1) },
         Route("/modules/{module}/globals", describedBy: { $0.globalsPaths($1) })
             .get(head: false, errors: .admin, .module, .caller) { try $0.globals($1) }
             .put(errors: .admin, .module, .caller, .body, .bodyLimit) { try $0.setGlobals($1) },
@@ -58,29 +60,38 @@ extension Gateway {
             .get(errors: .names, .caller, [.storage(.invalidValue)], .file) { try $0.kvList($1) }
             .delete(errors: .names, .caller, .file) { try $0.kvDeleteBusiness($1) },
         Route("/kv/{space}/{business}/{key}", describedBy: { $0.kvEntryPaths($1) })
-            .get(errors: .names, .caller, [.storage(.invalidValue), .storage(.keyNotFound), .storage(.typeMismatch)], .file) { try $0.kvGet($1) }
-            .put(errors: .names, .caller, .body, .bodyLimit, [.storage(.invalidValue), .storage(.limitExceeded), .storage(.encryptionUnavailable), .storage(.typeMismatch), .engine(.tooBig), .engine(.storageFull)], .file) { try $0.kvPut($1) }
+            .get(errors: .names, .caller, .file,
+                         [.storage(.invalidValue), .storage(.keyNotFound), .storage(.typeMismatch)]) { try $0.kvGet($1) }
+            .put(errors: .names, .caller, .body, .bodyLimit, .file,
+                         [.storage(.invalidValue), .storage(.limitExceeded), .storage(.encryptionUnavailable),
+                          .storage(.typeMismatch), .engine(.tooBig), .engine(.storageFull)]) { try $0.kvPut($1) }
             .delete(errors: .names, .caller, .file) { try $0.kvDelete($1) },
 
         Route("/lru/{kind}/{space}", describedBy: { $0.cacheListPaths($1) })
             .get(errors: .caller, .file) { try $0.cacheList($1) },
         Route("/lru/{kind}/{space}/{cache}", describedBy: { $0.cachePaths($1) })
             .get(errors: .names, .caller, [.storage(.unknownCache)], .file) { try $0.cacheInfo($1) }
-            .put(errors: .names, .caller, .body, .bodyLimit, [.storage(.invalidValue), .storage(.limitExceeded), .storage(.encryptionUnavailable), .storage(.cacheConflict)], .file) { try $0.createCache($1) }
+            .put(errors: .names, .caller, .body, .bodyLimit, .file,
+                         [.storage(.invalidValue), .storage(.limitExceeded), .storage(.encryptionUnavailable),
+                          .storage(.cacheConflict)]) { try $0.createCache($1) }
             .delete(errors: .names, .caller, .file) { try $0.deleteCache($1) },
         Route("/lru/{kind}/{space}/{cache}/entries", describedBy: { $0.cacheEntriesPaths($1) })
-            .post(errors: .names, .caller, .body, .bodyLimit, [.storage(.unknownCache), .storage(.invalidValue), .storage(.memoryFull)], .file) { try $0.addEntries($1) }
+            .post(errors: .names, .caller, .body, .bodyLimit, .file,
+                          [.storage(.unknownCache), .storage(.invalidValue), .storage(.memoryFull)]) { try $0.addEntries($1) }
             .delete(errors: .names, .caller, [.storage(.unknownCache)], .file) { try $0.removeAllEntries($1) },
         Route("/lru/{kind}/{space}/{cache}/entries/{key}", describedBy: { $0.cacheEntryPaths($1) })
             .get(errors: .names, .caller, [.storage(.unknownCache), .storage(.keyNotFound)], .file) { try $0.cacheEntry($1) }
-            .put(errors: .names, .caller, .body, .bodyLimit, [.storage(.unknownCache), .storage(.invalidValue), .storage(.memoryFull)], .file) { try $0.setCacheEntry($1) }
+            .put(errors: .names, .caller, .body, .bodyLimit, .file,
+                         [.storage(.unknownCache), .storage(.invalidValue), .storage(.memoryFull)]) { try $0.setCacheEntry($1) }
             .delete(errors: .names, .caller, [.storage(.unknownCache)], .file) { try $0.removeCacheEntry($1) },
         Route("/lru/{kind}/{space}/{cache}/remove", describedBy: { $0.cacheRemovePaths($1) })
-            .post(errors: .names, .caller, .body, .bodyLimit, [.storage(.unknownCache), .storage(.invalidValue), .engine(.invalidRegex)], .file) { try $0.removeEntries($1) },
+            .post(errors: .names, .caller, .body, .bodyLimit, .file,
+                          [.storage(.unknownCache), .storage(.invalidValue), .engine(.invalidRegex)]) { try $0.removeEntries($1) },
         Route("/lru/memory/{space}/{cache}/exists/{key}", describedBy: { $0.cacheExistsPaths($1) })
             .get(errors: .names, .caller, [.storage(.unknownCache), .engine(.storageFailed)]) { try $0.cacheEntryExists($1) },
         Route("/lru/memory/{space}/{cache}/peek", describedBy: { $0.cachePeekPaths($1) })
-            .get(errors: .names, .caller, [.storage(.unknownCache), .storage(.invalidValue), .engine(.storageFailed)]) { try $0.peek($1) },
+            .get(errors: .names, .caller,
+                         [.storage(.unknownCache), .storage(.invalidValue), .engine(.storageFailed)]) { try $0.peek($1) },
 
         Route("/storage/purge", describedBy: { $0.purgePaths($1) })
             .post(errors: .admin, .caller, [.request(.invalidJSON), .request(.invalidBody)], .file) { try $0.purgeStorage($1) },
@@ -98,7 +109,8 @@ extension Gateway {
         Route("/events", describedBy: { $0.eventsPaths($1) })
             .get(errors: .admin, .caller) { try $0.eventSummary($1) },
         Route("/admin/reload", describedBy: { $0.reloadPaths($1) })
-            .post(errors: .admin, [.request(.invalidBody), .admin(.modulesRefused), .admin(.reloadUnavailable)]) { gateway, call in
+            .post(errors: .admin,
+                          [.request(.invalidBody), .admin(.modulesRefused), .admin(.reloadUnavailable)]) { gateway, call in
                 try gateway.authorizeAdmin(call.request)
                 return try gateway.reloadRoute(call.request)
             },
@@ -107,12 +119,19 @@ extension Gateway {
                 try gateway.authorizeAdmin(call.request)
                 return gateway.rekeyStatus()
             }
-            .post(errors: .admin, [.request(.invalidBody), .admin(.rekeyUnavailable), .admin(.rekeyRunning), .admin(.keysRefused), .engine(.storageFailed)]) { gateway, call in
+            .post(errors: .admin,
+                          [.request(.invalidBody), .admin(.rekeyUnavailable), .admin(.rekeyRunning),
+                           .admin(.keysRefused), .engine(.storageFailed)]) { gateway, call in
                 try gateway.authorizeAdmin(call.request)
                 return try gateway.rekeyRoute(call.request)
             },
+        // A stream lasts as long as what admitted it: its token (401, 403) and its shard (421, 503) are named here.
         Route("/changes", describedBy: { $0.changesPaths($1) })
-            .get(head: false, errors: .caller, .module, [.engine(.invalidTable), .changeFeed(.invalidQuery), .changeFeed(.tooManyStreams), .token(.missing), .auth(.userMismatch), .request(.methodNotAllowed), .sharding(.misdirectedRequest), .sharding(.bucketMoving)]) { try $0.changesRoute($1.request) },
+            .get(head: false, errors: .caller, .module,
+                                      [.engine(.invalidTable), .changeFeed(.invalidQuery),
+                                       .changeFeed(.tooManyStreams), .token(.missing), .auth(.userMismatch),
+                                       .request(.methodNotAllowed), .sharding(.misdirectedRequest),
+                                       .sharding(.bucketMoving)]) { try $0.changesRoute($1.request) },
         Route("/metrics", public: true, describedBy: { $0.metricsPaths($1) })
             .get(errors: .admin, [.request(.notFound)]) { try $0.metrics($1) },
 
@@ -136,11 +155,15 @@ extension Gateway {
         Route("/shard/unfreeze", describedBy: { $0.shardPaths($1) })
             .post(errors: .shard, .body) { try $0.shardRoute($1.request, ["unfreeze"]) },
         Route("/shard/export", describedBy: { $0.shardPaths($1) })
-            .post(errors: .shard, .body, [.sharding(.bucketOwned), .request(.notFound), .engine(.storageFailed)]) { try $0.shardRoute($1.request, ["export"]) },
+            .post(errors: .shard, .body,
+                          [.sharding(.bucketOwned), .request(.notFound), .engine(.storageFailed)]) { try $0.shardRoute($1.request, ["export"]) },
         Route("/shard/import", describedBy: { $0.shardPaths($1) })
-            .post(errors: .shard, .body, [.sharding(.bucketOwned), .sharding(.unknownShard), .sharding(.importRefused), .sharding(.moveFailed), .engine(.storageFailed), .engine(.busy)]) { try $0.shardRoute($1.request, ["import"]) },
+            .post(errors: .shard, .body,
+                          [.sharding(.bucketOwned), .sharding(.unknownShard), .sharding(.importRefused),
+                           .sharding(.moveFailed), .engine(.storageFailed), .engine(.busy)]) { try $0.shardRoute($1.request, ["import"]) },
         Route("/shard/archive", describedBy: { $0.shardPaths($1) })
-            .post(errors: .shard, .body, [.sharding(.bucketOwned), .engine(.busy)]) { try $0.shardRoute($1.request, ["archive"]) },
+            .post(errors: .shard, .body,
+                          [.sharding(.bucketOwned), .engine(.busy)]) { try $0.shardRoute($1.request, ["archive"]) },
     ]
 
     /// Every path template the API answers, in the table's order.

@@ -30,7 +30,8 @@ import HTTPTransport
 /// - a new kind of path parameter: a case of `PathParameter`, read and checked in `RouteParameters.read`.
 ///
 /// The tests find a new route by themselves: PathByteTests sends every byte in each of its parameters,
-/// AuthIsolationTests probes it with every method in jwt mode, RouteTableTests compares it with the document.
+/// AuthIsolationTests probes it with every method in jwt mode, RouteTableTests compares it with the document,
+/// ErrorCodeTests sends it hostile requests and fails on an answer whose code its `errors:` do not declare.
 extension Gateway {
     public static let routes: [Route] = [
         Route("/dao/{module}/{method}", describedBy: { $0.daoPaths($1) })

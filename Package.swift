@@ -70,12 +70,16 @@ let package = Package(
             dependencies: ["ASCIIBytes", "CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: crossModule
         ),
-        // The gateway: routes, JSON mapping, errors, OpenAPI, authentication
-        // (JWTs verified with libcrypto).
+        // JWT verification: tokens, keys (HMAC secrets, PEM, JWKS) verified with libcrypto. Knows nothing of HTTP.
+        .target(
+            name: "JWT",
+            dependencies: ["DAOEngine", "DAOValue", "COpenSSL"]
+        ),
+        // The gateway: routes, JSON mapping, errors, OpenAPI, authentication.
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "JWT",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ],
@@ -98,6 +102,7 @@ let package = Package(
                 "DAOValue",
                 "Gateway",
                 "HTTPTransport",
+                "JWT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -106,7 +111,7 @@ let package = Package(
         // Micro-benchmarks, run by bench/run on a release build.
         .executableTarget(
             name: "daogate-bench",
-            dependencies: ["DAODialect", "DAOEngine", "DAOValue", "CSQLite", "Gateway", "HTTPTransport"]
+            dependencies: ["DAODialect", "DAOEngine", "DAOValue", "CSQLite", "Gateway", "HTTPTransport", "JWT"]
         ),
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
@@ -115,7 +120,9 @@ let package = Package(
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
+        // Its TestTokens.swift (keys made by openssl, tokens signed by libcrypto) is GatewayTests' too, by a link.
+        .testTarget(name: "JWTTests", dependencies: ["JWT", "DAOValue", "COpenSSL"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "JWT"]),
         // Against a real `daogate serve` on a loopback port, with curl.
         .testTarget(name: "LiveTests", dependencies: ["DAOValue"]),
     ],

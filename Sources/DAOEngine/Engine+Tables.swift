@@ -82,7 +82,7 @@ extension Engine {
     /// table belongs to the module that made it, as `TableVersions` records.
     ///
     /// A table recorded as another module's is refused whoever names it (the
-    /// module's `tableName`, or a caller through `X-Table-Name`): 409
+    /// module's `tableName`, or a caller through `X-Table-Name`):
     /// `table_owned`, reported as a `table_owned` event. A module added later
     /// with a `tableName` a template's caller chose first thus never reads the
     /// planted rows. A name in the schema that no module recorded (an index, a

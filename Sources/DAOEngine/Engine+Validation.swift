@@ -3,7 +3,7 @@ import DAOValue
 
 /// Argument checks against the shapes the description infers, so that the
 /// OpenAPI description and the server agree: a value the description says is
-/// a string is refused as a number (400), as a declared type is, and an empty
+/// a string is refused as a number (`wrong_type`), as a declared type is, and an empty
 /// array where the description says `minItems: 1` is refused before SQLite
 /// would refuse its `in ()`.
 struct ArgumentChecks: Sendable {

@@ -14,7 +14,7 @@ import DAOValue
 /// - a statement is broken when no sample call prepares it: dynamic tags
 ///   combine differently per call (the MyBatis `<set>` of optional columns
 ///   renders `update t where id = ?` when every one is nil), and what one
-///   call renders wrong is that call's 400, not the module's fault;
+///   call renders wrong is that call's error (the caller's), not the module's fault;
 /// - an error that is not about syntax names something the module wrote (a
 ///   column, a table, a function), so it is reported whichever sample met it,
 ///   with the arguments of that sample.

@@ -1,6 +1,7 @@
 import DAODialect
 import DAOEngine
 import HTTPTransport
+import JWT
 
 /// How the gateway knows who calls.
 public enum Authentication: Sendable {
@@ -40,15 +41,6 @@ extension Gateway {
     /// The request's caller, for the thread answering it (`respond` sets it in jwt mode).
     @TaskLocal static var requestCaller: CallerMemo?
 
-    /// The problem codes of authentication, with their statuses.
-    static let authenticationCodes: [String: Int] = {
-        var codes = Dictionary(uniqueKeysWithValues: TokenRefusal.Cause.allCases.map { ($0.rawValue, 401) })
-        codes["user_mismatch"] = 403
-        codes["admin_claim_required"] = 403
-        codes["admin_only"] = 403
-        return codes
-    }()
-
     /// In jwt mode, the caller's user from their token: the token's user claim,
     /// which a sent `X-User-Id` must equal; the static admin token acts as
     /// an admin and may name a user with `X-User-Id`.
@@ -73,7 +65,7 @@ extension Gateway {
             throw Self.refusal(error)
         }
         if let userHeader, userHeader != verified.user.rawValue {
-            var problem = Problem(403, "user_mismatch", "\(Self.userHeader) names another user than the token's \(verifier.settings.userClaim) claim")
+            var problem = Problem(.userMismatch, "\(Self.userHeader) names another user than the token's \(verifier.settings.userClaim) claim")
             problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
             throw problem
         }
@@ -83,7 +75,7 @@ extension Gateway {
     /// A problem with what only the gateway knows added: a `user_required` (from the engine, the KV routes or
     /// the change feed, which know that a user is needed but not how this server is told who it is) says how.
     func explained(_ problem: Problem) -> Problem {
-        guard problem.code == "user_required" else { return problem }
+        guard problem.errorCode == .engine(.userRequired) else { return problem }
         var explained = problem
         explained.detail += "; " + userRemedy
         return explained
@@ -103,7 +95,7 @@ extension Gateway {
 
     /// A refused token: 401 with `WWW-Authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1).
     static func refusal(_ refusal: TokenRefusal) -> Problem {
-        var problem = Problem(401, refusal.cause.rawValue, refusal.detail)
+        var problem = Problem(.token(refusal.cause), refusal.detail)
         problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="invalid_token""#)]
         return problem
     }
@@ -113,18 +105,18 @@ extension Gateway {
     func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
         if case .jwt = configuration.authentication {
             guard try caller(request).isAdmin else {
-                var problem = Problem(403, "admin_claim_required", "this operation is an admin's: it needs a token with the admin claim")
+                var problem = Problem(.adminClaimRequired, "this operation is an admin's: it needs a token with the admin claim")
                 problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
                 throw problem
             }
             return
         }
-        var required = Problem(401, "admin_required", "this operation needs Authorization: Bearer <admin token>"
+        var required = Problem(.adminRequired, "this operation needs Authorization: Bearer <admin token>"
             + (configuration.adminToken == nil ? ", and this server has no admin token: " + Self.adminTokenRemedy : ""))
         required.headers = [("WWW-Authenticate", #"Bearer realm="daogate""#)]
         guard let given = try header(request, "Authorization") else { throw required }
         guard let token = configuration.adminToken else {
-            throw Problem(403, "admin_disabled", "this operation needs the admin token, and none is configured: " + Self.adminTokenRemedy)
+            throw Problem(.adminDisabled, "this operation needs the admin token, and none is configured: " + Self.adminTokenRemedy)
         }
         guard constantTimeEqual(given, "Bearer " + token) else { throw required }
     }
@@ -137,8 +129,8 @@ extension Gateway {
         guard let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
         do {
             try authorizeAdmin(request)
-        } catch where error.status == 403 && error.code == "admin_claim_required" {
-            var problem = Problem(403, "admin_only", "\(name)\(method.map { ".\($0)" } ?? "") is declared access=\"admin\": only an admin may call it")
+        } catch where error.errorCode == .auth(.adminClaimRequired) {
+            var problem = Problem(.adminOnly, "\(name)\(method.map { ".\($0)" } ?? "") is declared access=\"admin\": only an admin may call it")
             problem.headers = error.headers
             throw problem
         }

@@ -81,7 +81,7 @@ extension Gateway {
         switch body["capacity"] {
         case .integer(let capacity)?: size = Int(capacity)
         case .double(let capacity)? where Int(exactly: capacity) != nil: size = Int(capacity)
-        default: throw Problem(400, "invalid_value", "capacity is a positive integer")
+        default: throw Problem(.invalidValue, "capacity is a positive integer")
         }
         let encrypted = try flag(body["encrypted"], "encrypted")
         let maxAge: Double?
@@ -89,14 +89,14 @@ extension Gateway {
         case nil, .null?: maxAge = nil
         case .integer(let seconds)? where seconds >= 0: maxAge = Double(seconds)
         case .double(let seconds)? where seconds.isFinite && seconds >= 0: maxAge = seconds
-        default: throw Problem(400, "invalid_value", "maxAge is a number of seconds (0: never), or null for the server's purge age")
+        default: throw Problem(.invalidValue, "maxAge is a number of seconds (0: never), or null for the server's purge age")
         }
         let maxBytes: Int?
         switch body["maxBytes"] {
         case nil, .null?: maxBytes = nil
         case .integer(let bytes)? where bytes >= 1: maxBytes = Int(bytes)
         case .double(let bytes)? where bytes >= 1 && bytes < 9e18 && Int(exactly: bytes) != nil: maxBytes = Int(bytes)
-        default: throw Problem(400, "invalid_value", "maxBytes is a positive integer, or null for no bound")
+        default: throw Problem(.invalidValue, "maxBytes is a positive integer, or null for no bound")
         }
         return try storage {
             switch kind {
@@ -149,7 +149,7 @@ extension Gateway {
         let (kind, name, location) = try cacheScope(call)
         let key = call.parameters.key
         let body = try bodyObject(call.request, allowed: ["value", "expire"], example: #"{"value": …, "expire": 1767225600}"#)
-        guard let value = body["value"] else { throw Problem(400, "invalid_body", "the body needs a value (null removes the key)") }
+        guard let value = body["value"] else { throw Problem(.invalidBody, "the body needs a value (null removes the key)") }
         let expire = try expiry(body["expire"])
         return try storage {
             let evicted = switch kind {
@@ -198,7 +198,7 @@ extension Gateway {
         let (kind, name, location) = try cacheScope(call)
         let body = try bodyObject(call.request, allowed: ["entries"], example: #"{"entries": {"key": value, …}}"#)
         guard case .object(let members)? = body["entries"] else {
-            throw Problem(400, "invalid_body", "entries is an object of key → value")
+            throw Problem(.invalidBody, "entries is an object of key → value")
         }
         let entries = members.map { (key: $0.key, value: $0.value) }
         return try storage {
@@ -229,23 +229,23 @@ extension Gateway {
         let body = try bodyObject(request, allowed: ways, example: kind == .memory ? #"{"prefix": "news/"}"# : #"{"like": "news/%"}"#)
         let chosen = body.keys.filter { $0 != "escape" }
         guard chosen.count == 1, let way = chosen.first else {
-            throw Problem(400, "invalid_body", "name one way to remove: \(ways.filter { $0 != "escape" }.joined(separator: ", "))")
+            throw Problem(.invalidBody, "name one way to remove: \(ways.filter { $0 != "escape" }.joined(separator: ", "))")
         }
         let argument = body[way]!
         func text() throws(Problem) -> String {
-            guard case .string(let text) = argument else { throw Problem(400, "invalid_value", "\(way) is a string") }
+            guard case .string(let text) = argument else { throw Problem(.invalidValue, "\(way) is a string") }
             return text
         }
         let removed: Int
         switch way {
         case "all":
-            guard argument == true else { throw Problem(400, "invalid_value", #"all is true ({"all": true})"#) }
+            guard argument == true else { throw Problem(.invalidValue, #"all is true ({"all": true})"#) }
             removed = try storage { try removeAll(kind, name, location) }
         case "keys":
-            guard case .array(let elements) = argument else { throw Problem(400, "invalid_value", "keys is an array of strings") }
+            guard case .array(let elements) = argument else { throw Problem(.invalidValue, "keys is an array of strings") }
             var keys: [String] = []
             for element in elements {
-                guard case .string(let key) = element else { throw Problem(400, "invalid_value", "keys is an array of strings") }
+                guard case .string(let key) = element else { throw Problem(.invalidValue, "keys is an array of strings") }
                 do {
                     try Names.checkKey(key)
                 } catch {
@@ -264,7 +264,7 @@ extension Gateway {
             var escape: Unicode.Scalar?
             if let given = body["escape"] {
                 guard case .string(let text) = given, text.unicodeScalars.count == 1 else {
-                    throw Problem(400, "invalid_value", "escape is one character")
+                    throw Problem(.invalidValue, "escape is one character")
                 }
                 escape = text.unicodeScalars.first
             }
@@ -290,7 +290,7 @@ extension Gateway {
         var count = 10
         if let text = request.queryValue("count") {
             guard let number = Int(text), (1...10_000).contains(number) else {
-                throw Problem(400, "invalid_value", "count is an integer from 1 to 10000")
+                throw Problem(.invalidValue, "count is an integer from 1 to 10000")
             }
             count = number
         }
@@ -298,7 +298,7 @@ extension Gateway {
         switch request.queryValue("from") ?? "head" {
         case "head": fromHead = true
         case "tail": fromHead = false
-        case let other: throw Problem(400, "invalid_value", "from is head or tail, not '\(other.prefix(20))'")
+        case let other: throw Problem(.invalidValue, "from is head or tail, not '\(other.prefix(20))'")
         }
         return try storage {
             let entries = try memoryCaches.cache(name, in: location).peek(count, fromHead: fromHead, now: clock.now())
@@ -316,7 +316,7 @@ extension Gateway {
         case nil, .null?: return 0
         case .integer(let seconds)? where seconds >= 0: return Double(seconds)
         case .double(let seconds)? where seconds >= 0 && seconds.isFinite: return seconds
-        default: throw Problem(400, "invalid_value", "expire is a timestamp in seconds since 1970 (0 for never)")
+        default: throw Problem(.invalidValue, "expire is a timestamp in seconds since 1970 (0 for never)")
         }
     }
 }

@@ -13,7 +13,7 @@ extension Gateway {
         case .null where request.body.isEmpty: break
         default:
             // A literal `null` too: the description says object, and no body already means no arguments.
-            throw Problem(400, "invalid_body", "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
+            throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
         let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(request, Self.tableHeader)))
         let context = try context(request)
@@ -34,12 +34,12 @@ extension Gateway {
     func transaction(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
         let body = try bodyObject(request, allowed: ["calls"], example: #"{"calls": [{"module": …, "method": …, "arguments": …}]}"#)
         guard case .array(let items)? = body["calls"] else {
-            throw Problem(400, "invalid_body", "calls must be an array of calls")
+            throw Problem(.invalidBody, "calls must be an array of calls")
         }
         var calls: [Call] = []
         for (index, item) in items.enumerated() {
             func invalid(_ message: String) -> Problem {
-                var problem = Problem(400, "invalid_body", "call \(index): \(message)")
+                var problem = Problem(.invalidBody, "call \(index): \(message)")
                 problem.extensions["call"] = .integer(Int64(index))
                 return problem
             }

@@ -3,6 +3,7 @@ import DAOEngine
 import DAOValue
 import Foundation
 import HTTPTransport
+import JWT
 import Synchronization
 
 /// The limits of `GET /changes` streams.
@@ -45,9 +46,6 @@ public struct ChangeStreamLimits: Sendable {
 /// when its bucket leaves the shard (`{"reason": "bucket_moved"}`), so that the client reconnects through the
 /// proxy to the new owner.
 extension Gateway {
-    /// The codes `GET /changes` adds, and their statuses.
-    static let changeFeedCodes: [String: Int] = ["too_many_streams": 429, "invalid_query": 400]
-
     func changesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
         let caller = try caller(request)
         // A shard holds the user's space or the common space, rarely both: there a stream follows one.
@@ -58,24 +56,24 @@ extension Gateway {
             switch name {
             case "space":
                 guard value == "user" || value == "common" else {
-                    throw Problem(400, "invalid_query", "space is user or common, not '\(value.prefix(40))'")
+                    throw Problem(.invalidQuery, "space is user or common, not '\(value.prefix(40))'")
                 }
                 guard value == "common" || caller.user != nil else {
-                    throw Problem(400, "user_required", "space=user follows the caller's own storage: the call needs a user id")
+                    throw Problem(.userRequired, "space=user follows the caller's own storage: the call needs a user id")
                 }
                 spaces = [value]
             case "module":
                 guard engine.modules[value] != nil else {
-                    throw Problem(404, "unknown_module", "no module is named '\(value.prefix(80))'")
+                    throw Problem(.unknownModule, "no module is named '\(value.prefix(80))'")
                 }
                 modules.insert(value)
             case "table":
                 if let problem = tableNameProblem(value) {
-                    throw Problem(400, "invalid_table", "table '\(value.prefix(80))': \(problem)")
+                    throw Problem(.invalidTable, "table '\(value.prefix(80))': \(problem)")
                 }
                 tables.append(value)
             default:
-                throw Problem(400, "invalid_query", "unknown query argument '\(name.prefix(40))': /changes takes space, module and table")
+                throw Problem(.invalidQuery, "unknown query argument '\(name.prefix(40))': /changes takes space, module and table")
             }
         }
         var locations: [StorageLocation] = []
@@ -169,7 +167,7 @@ final class ChangeStreams: Sendable {
         }
         if let refusal {
             box.listener = nil
-            var problem = Problem(429, "too_many_streams", refusal + "; close one first")
+            var problem = Problem(.tooManyStreams, refusal + "; close one first")
             problem.headers = [("Retry-After", "5")]
             throw problem
         }

@@ -28,12 +28,12 @@ extension Gateway {
         switch request.queryValue("values") {
         case nil, "false": values = false
         case "true": values = true
-        case let other?: throw Problem(400, "invalid_value", "values is true or false, not '\(other.prefix(40))'")
+        case let other?: throw Problem(.invalidValue, "values is true or false, not '\(other.prefix(40))'")
         }
         var limit: Int? = values ? Self.kvPageDefault : nil
         if let text = request.queryValue("limit") {
             guard let number = Int(text), (1...Self.kvPageMaximum).contains(number) else {
-                throw Problem(400, "invalid_value", "limit is a whole number from 1 to \(Self.kvPageMaximum), not '\(text.prefix(40))'")
+                throw Problem(.invalidValue, "limit is a whole number from 1 to \(Self.kvPageMaximum), not '\(text.prefix(40))'")
             }
             limit = number
         }
@@ -69,7 +69,7 @@ extension Gateway {
         let location = try storageLocation(space: call.parameters.space, call.request)
         let members = try bodyObject(call.request, allowed: ["value", "type", "encrypted", "purgeable"],
                                      example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
-        guard let value = members["value"] else { throw Problem(400, "invalid_body", "the body needs a value") }
+        guard let value = members["value"] else { throw Problem(.invalidBody, "the body needs a value") }
         let type = try kvType(members["type"], "type")
         let encrypted = try flag(members["encrypted"], "encrypted")
         let purgeable = try flag(members["purgeable"], "purgeable")
@@ -100,7 +100,7 @@ extension Gateway {
                 do {
                     fallback = try Value(parsingJSON: text, options: JSONParseOptions(binaryMarkers: true))
                 } catch {
-                    throw Problem(400, "invalid_value", "default must be JSON (a string in quotes): \(error)")
+                    throw Problem(.invalidValue, "default must be JSON (a string in quotes): \(error)")
                 }
             }
         }
@@ -173,11 +173,11 @@ extension Gateway {
         case nil, .null?: return nil
         case .string(let text)?:
             guard let type = KVType(rawValue: text) else {
-                throw Problem(400, "invalid_value", "\(name) is one of \(KVType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text.prefix(40))'")
+                throw Problem(.invalidValue, "\(name) is one of \(KVType.allCases.map(\.rawValue).joined(separator: ", ")), not '\(text.prefix(40))'")
             }
             return type
         case let other?:
-            throw Problem(400, "invalid_value", "\(name) is a string, not \(other.kindPhrase)")
+            throw Problem(.invalidValue, "\(name) is a string, not \(other.kindPhrase)")
         }
     }
 
@@ -185,7 +185,7 @@ extension Gateway {
         switch value {
         case nil, .null?: return false
         case .bool(let flag)?: return flag
-        case let other?: throw Problem(400, "invalid_value", "\(name) is true or false, not \(other.kindPhrase)")
+        case let other?: throw Problem(.invalidValue, "\(name) is true or false, not \(other.kindPhrase)")
         }
     }
 }

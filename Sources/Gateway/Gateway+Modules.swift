@@ -24,13 +24,13 @@ extension Gateway {
     private func moduleScope(_ call: RouteCall, proxy: Bool = true) throws(Problem) -> (Module, CallContext, table: String?) {
         let name = call.parameters.module
         guard let module = engine.modules[name] else {
-            throw Problem(404, "unknown_module", "no module is named '\(name.prefix(80))'")
+            throw Problem(.unknownModule, "no module is named '\(name.prefix(80))'")
         }
         let context = try context(call.request)
         if proxy { try authorizeAccess(module: name, method: nil, call.request) }
         let table = try self.header(call.request, Self.tableHeader)
         if let table, let problem = tableNameProblem(table) {
-            throw Problem(400, "invalid_table", "table '\(table.prefix(80))': \(problem)")
+            throw Problem(.invalidTable, "table '\(table.prefix(80))': \(problem)")
         }
         return (module, context, table)
     }
@@ -76,13 +76,13 @@ extension Gateway {
         let example = #"{"pattern": "chat_\\d+", "vacuum": false}"#
         let body = try bodyObject(call.request, allowed: ["pattern", "vacuum"], example: example)
         guard case .string(let pattern)? = body["pattern"] else {
-            throw Problem(400, "invalid_body", "the pattern is a string: \(example)")
+            throw Problem(.invalidBody, "the pattern is a string: \(example)")
         }
         var vacuum = false
         switch body["vacuum"] {
         case nil, .null?: break
         case .bool(let flag)?: vacuum = flag
-        default: throw Problem(400, "invalid_body", "vacuum must be true or false")
+        default: throw Problem(.invalidBody, "vacuum must be true or false")
         }
         var progress: [Value] = []
         let deleted = try engineCall {
@@ -114,10 +114,10 @@ extension Gateway {
         let (module, _, _) = try moduleScope(call)
         try authorizeAdmin(call.request)
         guard case .object(let values) = try jsonBody(call.request) else {
-            throw Problem(400, "invalid_body", "the global arguments are a JSON object of name → value")
+            throw Problem(.invalidBody, "the global arguments are a JSON object of name → value")
         }
         if let unknown = values.keys.first(where: { !module.globals.contains($0) }) {
-            throw Problem(400, "invalid_body", "module \(module.name) declares no global argument '\(unknown.prefix(40))' (globals: \(module.globals.joined(separator: ", ")))")
+            throw Problem(.invalidBody, "module \(module.name) declares no global argument '\(unknown.prefix(40))' (globals: \(module.globals.joined(separator: ", ")))")
         }
         try engineCall { try engine.setGlobalArguments(Dictionary(uniqueKeysWithValues: values.map { ($0.key, $0.value) }), module: module.name) }
         return globalsResponse(module, call.encoding)

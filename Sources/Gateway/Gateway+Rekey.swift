@@ -13,17 +13,17 @@ extension Gateway {
     /// process, through the databases' one writer, while the server serves;
     /// answers the summary. `daogate rekey` calls it when a server holds the data folder.
     func rekeyRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        guard request.body.isEmpty else { throw Problem(400, "invalid_body", "POST /admin/rekey takes no body") }
+        guard request.body.isEmpty else { throw Problem(.invalidBody, "POST /admin/rekey takes no body") }
         let engine = self.engine
         guard let cipher = engine.configuration.cipher else {
-            throw Problem(409, "rekey_unavailable", "this server has no encryption key (--key-dir or --key-file): nothing is encrypted")
+            throw Problem(.rekeyUnavailable, "this server has no encryption key (--key-dir or --key-file): nothing is encrypted")
         }
         let started = rekeyState.withLock { state in
             guard !state.running else { return false }
             state = (true, nil)
             return true
         }
-        guard started else { throw Problem(409, "rekey_running", "a rekey is already running on this server") }
+        guard started else { throw Problem(.rekeyRunning, "a rekey is already running on this server") }
         defer { rekeyState.withLock { $0.running = false } }
         if let directory = cipher.keyring.directory {
             do {
@@ -31,7 +31,7 @@ extension Gateway {
                 try engine.checkKeys(ring)
                 cipher.keyring.replace(with: ring)
             } catch {
-                throw Problem(409, "keys_refused", "the key folder \(directory) was not loaded, nothing was rekeyed: \(error)")
+                throw Problem(.keysRefused, "the key folder \(directory) was not loaded, nothing was rekeyed: \(error)")
             }
         }
         let logger = events.logger
@@ -44,7 +44,7 @@ extension Gateway {
         } catch let error as EngineError {
             throw Problem(error)
         } catch {
-            throw Problem(500, "storage_failed", "the rekey stopped: \(error)")
+            throw Problem(.storageFailed, "the rekey stopped: \(error)")
         }
         rekeyState.withLock { $0.report = report }
         logger?.notice("rekey to \(report.currentKey): \(report.databases) databases, \(report.reencrypted) re-encrypted, \(report.encrypted) encrypted, \(report.failed) failed")

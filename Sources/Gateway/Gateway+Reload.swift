@@ -83,16 +83,16 @@ public struct ModuleReload: Sendable {
 extension Gateway {
     /// `POST /admin/reload` (admin): the reload's report, or a 409 `modules_refused` with the problems.
     func reloadRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        guard request.body.isEmpty else { throw Problem(400, "invalid_body", "POST /admin/reload takes no body") }
+        guard request.body.isEmpty else { throw Problem(.invalidBody, "POST /admin/reload takes no body") }
         guard configuration.modulesDirectory != nil else {
-            throw Problem(409, "reload_unavailable", "this server was started without a module folder to reload from")
+            throw Problem(.reloadUnavailable, "this server was started without a module folder to reload from")
         }
         // Everything is read again (`ServerState.reload`); the answer is the module folder's part, the others
         // are in the log.
         let report = state.reload(reason: "POST /admin/reload").modules
         guard report.applied else {
             let count = report.problems.count
-            var problem = Problem(409, "modules_refused", "the module folder has \(count) problem\(count == 1 ? "" : "s"): the modules in use stay")
+            var problem = Problem(.modulesRefused, "the module folder has \(count) problem\(count == 1 ? "" : "s"): the modules in use stay")
             problem.extensions["problems"] = ModuleReload.problemsValue(report.problems)
             throw problem
         }

@@ -23,11 +23,6 @@ enum ShardSpace: Equatable {
 extension Gateway {
     @TaskLocal static var shardTicket: ShardTicket?
 
-    /// The problem codes of sharding, with their statuses.
-    static let shardCodes: [String: Int] = ["misdirected_request": 421, "bucket_moving": 503, "not_a_shard": 404,
-                                            "bucket_owned": 409, "move_failed": 502,
-                                            "unknown_shard": 400, "import_refused": 422]
-
     /// `respond(to:)` on a shard: each request gets a ticket, and an admitted write is released when it is answered.
     func respondAsShard(_ request: HTTPRequest, _ shard: Shard) -> HTTPResponse {
         let ticket = ShardTicket()
@@ -74,20 +69,20 @@ extension Gateway {
             if write { ticket.writeBucket = bucket }
         case .misdirected(let owner, let epoch):
             let what = bucket.map { "this user's bucket \($0)" } ?? "the common space"
-            var problem = Problem(421, "misdirected_request", "\(what) belongs to shard \(owner) (shard map epoch \(epoch)), not to shard \(shard.name); nothing was read or created here")
+            var problem = Problem(.misdirectedRequest, "\(what) belongs to shard \(owner) (shard map epoch \(epoch)), not to shard \(shard.name); nothing was read or created here")
             if let bucket { problem.extensions["bucket"] = .integer(Int64(bucket)) }
             problem.extensions["shard"] = .string(owner)
             problem.extensions["epoch"] = .integer(epoch)
             throw problem
         case .handedOver(let owner, let epoch):
-            var problem = Problem(503, "bucket_moving", "this user's bucket \(bucket ?? 0) moved to shard \(owner) moments ago (shard map epoch \(epoch)); nothing was read or created here: try again, the proxy now sends it there")
+            var problem = Problem(.bucketMoving, "this user's bucket \(bucket ?? 0) moved to shard \(owner) moments ago (shard map epoch \(epoch)); nothing was read or created here: try again, the proxy now sends it there")
             problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))
             problem.extensions["shard"] = .string(owner)
             problem.extensions["epoch"] = .integer(epoch)
             problem.headers = [("Retry-After", "1")]
             throw problem
         case .frozen:
-            var problem = Problem(503, "bucket_moving", "this user's bucket \(bucket ?? 0) is moving to another shard: reads go on, writes wait; try again")
+            var problem = Problem(.bucketMoving, "this user's bucket \(bucket ?? 0) is moving to another shard: reads go on, writes wait; try again")
             problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))
             problem.headers = [("Retry-After", "1")]
             throw problem
@@ -161,7 +156,7 @@ extension Gateway {
         let operation = rest.first ?? ""
         try authorizeAdmin(request)
         guard let shard = configuration.shard else {
-            throw Problem(404, "not_a_shard", "this server runs without --shard; it has no shard operations")
+            throw Problem(.notAShard, "this server runs without --shard; it has no shard operations")
         }
         switch operation {
         case "":
@@ -170,7 +165,7 @@ extension Gateway {
             do {
                 try shard.reload()
             } catch {
-                throw Problem(500, "storage_failed", error.description)
+                throw Problem(.storageFailed, error.description)
             }
             endStreamsElsewhere(shard)
             return json(shardStatus(shard))
@@ -189,7 +184,7 @@ extension Gateway {
         case "archive":
             let bucket = try bucketArgument(request, shard, allowed: ["bucket"])
             guard shard.map.owners[bucket] != shard.name else {
-                throw Problem(409, "bucket_owned", "bucket \(bucket) is still this shard's in its map (epoch \(shard.map.epoch)); reload the map once the move is committed")
+                throw Problem(.bucketOwned, "bucket \(bucket) is still this shard's in its map (epoch \(shard.map.epoch)); reload the map once the move is committed")
             }
             var removed = 0
             for location in bucketLocations(bucket, shard) {
@@ -197,13 +192,13 @@ extension Gateway {
                 do {
                     removed += try engine.resetStorage(storage, user: user).databases
                 } catch {
-                    throw Problem(503, "busy", "could not remove \(location): \(error)")
+                    throw Problem(.busy, "could not remove \(location): \(error)")
                 }
             }
             shard.unfreeze(bucket)
             return json(["bucket": .integer(Int64(bucket)), "removed": .integer(Int64(removed))])
         default:
-            throw Problem(404, "not_found", "no shard operation '\(operation.prefix(40))'")
+            throw Problem(.notFound, "no shard operation '\(operation.prefix(40))'")
         }
     }
 
@@ -240,7 +235,7 @@ extension Gateway {
 
     private func bucketArgument(_ body: OrderedObject, _ shard: Shard) throws(Problem) -> Int {
         guard case .integer(let bucket)? = body["bucket"], bucket >= 0, bucket < shard.map.buckets else {
-            throw Problem(400, "invalid_body", "bucket is an integer from 0 to \(shard.map.buckets - 1)")
+            throw Problem(.invalidBody, "bucket is an integer from 0 to \(shard.map.buckets - 1)")
         }
         return Int(bucket)
     }
@@ -260,11 +255,11 @@ extension Gateway {
         let body = try bodyObject(request, allowed: ["bucket", "file"], example: #"{"bucket": 17, "file": "users/p-ann.db"}"#)
         let bucket = try bucketArgument(body, shard)
         guard shard.isFrozen(bucket) else {
-            throw Problem(409, "bucket_owned", "bucket \(bucket) is not frozen: freeze it first (POST /shard/freeze), so that no write follows the copy")
+            throw Problem(.bucketOwned, "bucket \(bucket) is not frozen: freeze it first (POST /shard/freeze), so that no write follows the copy")
         }
         guard case .string(let file)? = body["file"],
               let location = bucketLocations(bucket, shard).first(where: { $0.relativePath == file }) else {
-            throw Problem(404, "not_found", "bucket \(bucket) has no such file here")
+            throw Problem(.notFound, "bucket \(bucket) has no such file here")
         }
         let root = engine.configuration.dataDirectory
         let copy = "\(root)/archive/bucket-\(bucket)/\(location.relativePath)"
@@ -273,7 +268,7 @@ extension Gateway {
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: copy)))
             return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: bytes)
         } catch {
-            throw Problem(500, "storage_failed", "cannot copy \(location): \(error)")
+            throw Problem(.storageFailed, "cannot copy \(location): \(error)")
         }
     }
 
@@ -290,11 +285,11 @@ extension Gateway {
         let bucket = try bucketArgument(body, shard)
         let map = shard.map
         guard map.owners[bucket] != shard.name else {
-            throw Problem(409, "bucket_owned", "bucket \(bucket) is already this shard's; an import would overwrite live files")
+            throw Problem(.bucketOwned, "bucket \(bucket) is already this shard's; an import would overwrite live files")
         }
         let owner = map.owners[bucket]
         guard case .string(let from)? = body["from"], from == owner || from == map.shards[owner] else {
-            var problem = Problem(400, "unknown_shard", "from names the shard that owns bucket \(bucket) in the shard map (epoch \(map.epoch)): \(owner), or its address \(map.shards[owner] ?? ""); an import is fetched from nowhere else")
+            var problem = Problem(.unknownShard, "from names the shard that owns bucket \(bucket) in the shard map (epoch \(map.epoch)): \(owner), or its address \(map.shards[owner] ?? ""); an import is fetched from nowhere else")
             problem.extensions["shard"] = .string(owner)
             throw problem
         }
@@ -318,15 +313,15 @@ extension Gateway {
                 do {
                     content = try client.request("POST", "/shard/export", body: Value.object(["bucket": .integer(Int64(bucket)), "file": .string(file)]).jsonBytes(), limit: limit)
                 } catch let error as ShardClientError where error.tooLarge {
-                    throw Self.importRefused("import_refused", "\(file) is larger than \(limit) bytes, this shard's cap for one database; nothing was installed")
+                    throw Self.importRefused("\(file) is larger than \(limit) bytes, this shard's cap for one database; nothing was installed")
                 }
                 guard content.status == 200 else { throw ShardClientError("export of \(file) answered \(content.status)") }
                 guard content.body.count <= limit else {
-                    throw Self.importRefused("import_refused", "\(file) is \(content.body.count) bytes, more than this shard's cap of \(limit); nothing was installed")
+                    throw Self.importRefused("\(file) is \(content.body.count) bytes, more than this shard's cap of \(limit); nothing was installed")
                 }
                 let path = try ShardFiles.stage(content.body, in: staging, configuration: engine.configuration.database, name: file) { database in
                     if let problem = try self.importedSchemaProblem(database) {
-                        throw Self.importRefused("import_refused", "\(file) holds \(problem), which daogate does not make; nothing was installed")
+                        throw Self.importRefused("\(file) holds \(problem), which daogate does not make; nothing was installed")
                     }
                 }
                 staged.append((file, path))
@@ -343,12 +338,12 @@ extension Gateway {
         } catch let problem as Problem {
             throw problem
         } catch {
-            throw Problem(502, "move_failed", "import of bucket \(bucket) from shard \(owner) (\(address)) failed: \(error)")
+            throw Problem(.moveFailed, "import of bucket \(bucket) from shard \(owner) (\(address)) failed: \(error)")
         }
         return json(["bucket": .integer(Int64(bucket)), "files": .array(staged.map { .string($0.file) }), "bytes": .integer(bytes)])
     }
 
-    static func importRefused(_ code: String, _ detail: String) -> Problem { Problem(422, code, detail) }
+    static func importRefused(_ detail: String) -> Problem { Problem(.importRefused, detail) }
 
     /// The most bytes one imported file may have: `--max-database-size` plus a page's slack (a database may
     /// end one write beyond the cap), else what the data folder's file system has free.

@@ -39,7 +39,7 @@ extension Gateway {
             switch body["all"] {
             case nil, .bool(false)?: break  // one storage, as with no body
             case .bool(true)?: return try resetEverywhere(call.request, caller)
-            default: throw Problem(400, "invalid_body", "all is true or false: \(example)")
+            default: throw Problem(.invalidBody, "all is true or false: \(example)")
             }
         }
         return try storage {
@@ -54,7 +54,7 @@ extension Gateway {
     /// an `X-Storage` sent with it changes nothing: all is all.
     private func resetEverywhere(_ request: HTTPRequest, _ caller: Caller) throws(Problem) -> HTTPResponse {
         guard let user = caller.user else {
-            throw Problem(400, "user_required", "a reset of every storage is one user's: send X-User-Id")
+            throw Problem(.userRequired, "a reset of every storage is one user's: send X-User-Id")
         }
         return try storage {
             let storages = [nil] + engine.customStorages()

@@ -126,11 +126,11 @@ public struct Gateway: HTTPResponder {
 
     public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
         let problem = switch refusal {
-        case .bodyTooLarge(let limit): Problem(refusal.status, "body_too_large", "the body is larger than the limit of \(limit) bytes")
-        case .shuttingDown: Problem(refusal.status, "shutting_down", "the server is shutting down")
-        case .invalidRequest(let reason): Problem(refusal.status, "invalid_request", reason)
+        case .bodyTooLarge(let limit): Problem(.bodyTooLarge, "the body is larger than the limit of \(limit) bytes")
+        case .shuttingDown: Problem(.shuttingDown, "the server is shutting down")
+        case .invalidRequest(let reason): Problem(.invalidRequest, reason)
         case .unsupportedTransferCoding:
-            Problem(refusal.status, "unsupported_transfer_coding", "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
+            Problem(.unsupportedTransferCoding, "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
         }
         metrics.count(status: problem.status)
         return withLogMetadata(problem.response(JSONWriteOptions()), request)
@@ -149,7 +149,7 @@ public struct Gateway: HTTPResponder {
         case nil, "number": return JSONWriteOptions()
         case "string": return JSONWriteOptions(int64AsString: true)
         case let other?:
-            throw Problem(400, "invalid_header", "\(Self.int64Header) must be number or string, not '\(other.prefix(40))'")
+            throw Problem(.invalidHeader, "\(Self.int64Header) must be number or string, not '\(other.prefix(40))'")
         }
     }
 
@@ -160,7 +160,7 @@ public struct Gateway: HTTPResponder {
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
         let (route, parameters) = try Self.router.match(request)
         if route.isExplorer, !configuration.explorer {
-            throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)): this server's API explorer is off (--docs off); see GET /openapi.json")
+            throw Problem(.notFound, "no route for \(request.method.prefix(20)) \(request.path.prefix(200)): this server's API explorer is off (--docs off); see GET /openapi.json")
         }
         // In jwt mode, no route reaching storage reads anything before the token is checked.
         if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(request) }
@@ -194,7 +194,7 @@ public struct Gateway: HTTPResponder {
     /// `GET /metrics`: the admin's, unless served on the metrics address.
     func metrics(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         guard !configuration.separateMetrics else {
-            throw Problem(404, "not_found", "the metrics are served on the metrics address (--metrics-listen), not here")
+            throw Problem(.notFound, "the metrics are served on the metrics address (--metrics-listen), not here")
         }
         try authorizeAdmin(call.request)
         return metricsResponse()
@@ -220,7 +220,7 @@ public struct Gateway: HTTPResponder {
     /// from the table (`Route.handler`).
     func allow(_ request: HTTPRequest, _ methods: [String]) throws(Problem) {
         guard !methods.contains(request.method) else { return }
-        var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
+        var problem = Problem(.methodNotAllowed, "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
         problem.headers = [("Allow", methods.joined(separator: ", "))]
         throw problem
     }
@@ -248,7 +248,7 @@ public struct Gateway: HTTPResponder {
         }
         let storage = nonEmpty(try header(request, Self.storageHeader))
         if let storage, let problem = storageNameProblem(storage) {
-            throw Problem(400, "invalid_storage", "storage '\(storage.prefix(80))': \(problem)")
+            throw Problem(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
         }
         caller.storage = storage
         try admitToShard(caller, request)
@@ -263,7 +263,7 @@ public struct Gateway: HTTPResponder {
         do {
             return try request.header(name)
         } catch {
-            throw Problem(400, "duplicate_header", "the header \(error.name) was sent more than once; it takes one value")
+            throw Problem(.duplicateHeader, "the header \(error.name) was sent more than once; it takes one value")
         }
     }
 
@@ -282,10 +282,10 @@ public struct Gateway: HTTPResponder {
     func jsonBody(_ request: HTTPRequest) throws(Problem) -> Value {
         if request.body.isEmpty { return .null }
         guard let type = try header(request, "Content-Type") else {
-            throw Problem(415, "unsupported_media_type", "a body needs Content-Type: application/json")
+            throw Problem(.unsupportedMediaType, "a body needs Content-Type: application/json")
         }
         guard Self.isJSON(type) else {
-            throw Problem(415, "unsupported_media_type", "the body must be application/json (UTF-8), not \(type.prefix(80))")
+            throw Problem(.unsupportedMediaType, "the body must be application/json (UTF-8), not \(type.prefix(80))")
         }
         do {
             return try Value(parsingJSON: request.body, options: JSONParseOptions(binaryMarkers: true))
@@ -297,10 +297,10 @@ public struct Gateway: HTTPResponder {
     /// The body as an object with only `allowed` members.
     func bodyObject(_ request: HTTPRequest, allowed: [String], example: String) throws(Problem) -> OrderedObject {
         guard case .object(let members) = try jsonBody(request) else {
-            throw Problem(400, "invalid_body", "the body is an object: \(example)")
+            throw Problem(.invalidBody, "the body is an object: \(example)")
         }
         if let extra = members.keys.first(where: { !allowed.contains($0) }) {
-            throw Problem(400, "invalid_body", "unknown member '\(extra.prefix(40))': the body has \(allowed.joined(separator: ", "))")
+            throw Problem(.invalidBody, "unknown member '\(extra.prefix(40))': the body has \(allowed.joined(separator: ", "))")
         }
         return members
     }
@@ -340,7 +340,7 @@ struct MetricsResponder: HTTPResponder {
     func respond(to request: HTTPRequest) -> HTTPResponse {
         do throws(Problem) {
             guard request.path == "/metrics" else {
-                throw Problem(404, "not_found", "the metrics address serves GET /metrics only")
+                throw Problem(.notFound, "the metrics address serves GET /metrics only")
             }
             try gateway.allow(request, ["GET", "HEAD"])
             if requiresAdmin { try gateway.authorizeAdmin(request) }

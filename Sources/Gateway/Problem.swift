@@ -5,12 +5,13 @@ import DAOValue
 import HTTPTransport
 
 /// An error response: an RFC 9457 `application/problem+json` body with a
-/// stable, machine-readable `code`. The one place where any error becomes an
-/// HTTP status.
+/// stable, machine-readable `code`. Its status is its code's (`ErrorCode.status`, the one place an error
+/// becomes a status); a problem is made from a code and one sentence: `Problem(.invalidBody, "…")`.
 public struct Problem: Error, Sendable {
-    public var status: Int
-    /// Stable and documented in the README; clients switch on it.
-    public var code: String
+    public var errorCode: ErrorCode
+    public var status: Int { errorCode.status }
+    /// Stable and documented in docs/errors.md; clients switch on it.
+    public var code: String { errorCode.name }
     /// One human sentence saying what is wrong.
     public var detail: String
     /// Extension members: `method`, `methods`, `argument`, `line`, `call`, …
@@ -18,44 +19,21 @@ public struct Problem: Error, Sendable {
     /// Response headers the problem needs (`Allow`, `WWW-Authenticate`).
     public var headers: [(name: String, value: String)] = []
 
-    public init(_ status: Int, _ code: String, _ detail: String) {
-        self.status = status
-        self.code = code
+    public init(_ code: ErrorCode, _ detail: String) {
+        self.errorCode = code
         self.detail = detail
     }
 
-    /// Every code the gateway can answer with, and its status.
-    public static let statusOfCode: [String: Int] = {
-        var statuses: [String: Int] = [
-            "invalid_json": 400, "invalid_body": 400, "invalid_header": 400, "not_found": 404,
-            "method_not_allowed": 405, "unsupported_media_type": 415, "body_too_large": 413,
-            "admin_required": 401, "admin_disabled": 403, "shutting_down": 503, "internal": 500,
-            "invalid_path": 400, "duplicate_header": 400, "invalid_request": 400, "unsupported_transfer_coding": 501,
-            "modules_refused": 409, "reload_unavailable": 409,
-            "keys_refused": 409, "rekey_running": 409, "rekey_unavailable": 409,
-        ]
-        statuses.merge(Gateway.authenticationCodes) { current, _ in current }
-        statuses.merge(Gateway.shardCodes) { current, _ in current }
-        statuses.merge(Gateway.changeFeedCodes) { current, _ in current }
-        for code in RenderError.Code.allCases { statuses[code.rawValue] = 400 }
-        for code in EngineError.Code.allCases where code != .invalidArguments {
-            statuses[code.rawValue] = status(of: code)
-        }
-        for code in StorageError.Code.allCases { statuses[code.rawValue] = StorageError(code, "").status }
-        return statuses
-    }()
+    init(_ code: ErrorCode.Request, _ detail: String) { self.init(.request(code), detail) }
+    init(_ code: ErrorCode.Auth, _ detail: String) { self.init(.auth(code), detail) }
+    init(_ code: ErrorCode.Admin, _ detail: String) { self.init(.admin(code), detail) }
+    init(_ code: ErrorCode.Sharding, _ detail: String) { self.init(.sharding(code), detail) }
+    init(_ code: ErrorCode.ChangeFeed, _ detail: String) { self.init(.changeFeed(code), detail) }
+    init(_ code: EngineError.Code, _ detail: String) { self.init(.engine(code), detail) }
+    init(_ code: StorageError.Code, _ detail: String) { self.init(.storage(code), detail) }
 
-    static func status(of code: EngineError.Code) -> Int {
-        switch code {
-        case .unknownModule, .unknownMethod: 404
-        case .invalidArguments, .invalidReference, .userRequired, .invalidUser, .invalidTable, .invalidStorage, .invalidRegex: 400
-        case .constraintViolation, .tableOwned, .tooManyStorages: 409
-        case .tooBig: 413
-        case .busy, .overloaded: 503
-        case .storageFull: 507
-        case .statementFailed, .upgradeFailed, .resultConversion, .encryption, .keyMissing, .storageFailed: 500
-        }
-    }
+    /// Every code the gateway can answer with, and its status (`ErrorCode.allCases`).
+    public static let statusOfCode: [String: Int] = Dictionary(ErrorCode.allCases.map { ($0.name, $0.status) }) { first, _ in first }
 
     /// The problem of an engine error: the render error's own code when the
     /// arguments were at fault, the engine's otherwise.
@@ -63,7 +41,7 @@ public struct Problem: Error, Sendable {
         if let render = error.render {
             self.init(render)
         } else {
-            self.init(Self.status(of: error.code), error.code.rawValue, error.message)
+            self.init(.engine(error.code), error.message)
             if let method = error.method { extensions["method"] = .string(method) }
             if let methods = error.methods { extensions["methods"] = .array(methods.map(Value.string)) }
             if let owner = error.owner { extensions["owner"] = .string(owner) }
@@ -77,13 +55,13 @@ public struct Problem: Error, Sendable {
     }
 
     init(_ error: RenderError) {
-        self.init(400, error.code.rawValue, error.detail)
+        self.init(.render(error.code), error.detail)
         extensions["method"] = .string(error.method)
         if let argument = error.argument { extensions["argument"] = .string(argument) }
     }
 
     init(_ error: StorageError) {
-        self.init(error.status, error.code.rawValue, error.message)
+        self.init(.storage(error.code), error.message)
     }
 
     /// The problem of whatever a route's work threw; an error of no known
@@ -95,12 +73,12 @@ public struct Problem: Error, Sendable {
         case let error as EngineError: self.init(error)
         case let error as RenderError: self.init(error)
         case let error as JSONError: self.init(error)
-        default: self.init(500, "internal", "an internal error occurred")
+        default: self.init(.internal, "an internal error occurred")
         }
     }
 
     init(_ error: JSONError) {
-        self.init(400, "invalid_json", "the body is not valid JSON: \(error)")
+        self.init(.invalidJSON, "the body is not valid JSON: \(error)")
     }
 
     /// The response, `application/problem+json`.

@@ -19,6 +19,8 @@ public struct Route: Sendable {
     struct Endpoint: Sendable {
         /// The methods this handler answers (`GET` with `HEAD`).
         let methods: [String]
+        /// The codes the handler can give: the document lists their statuses (`OpenAPIDescription.responses`).
+        let errors: RouteErrors
         let handler: Handler
     }
 
@@ -63,13 +65,24 @@ public struct Route: Sendable {
     /// The methods the route takes, in the order `Allow` lists them.
     public var methods: [String] { endpoints.flatMap(\.methods) }
 
-    /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport).
-    func get(head: Bool = true, _ handler: @escaping Handler) -> Route {
-        Route(self, adding: Endpoint(methods: head ? ["GET", "HEAD"] : ["GET"], handler: handler))
+    /// The codes the route declares for a method (nil: it does not take the method).
+    public func errors(of method: String) -> RouteErrors? {
+        endpoints.first { $0.methods.contains(method) }?.errors
     }
-    func put(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["PUT"], handler: handler)) }
-    func post(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["POST"], handler: handler)) }
-    func delete(_ handler: @escaping Handler) -> Route { Route(self, adding: Endpoint(methods: ["DELETE"], handler: handler)) }
+
+    /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport), giving `errors`.
+    func get(head: Bool = true, errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: head ? ["GET", "HEAD"] : ["GET"], errors: RouteErrors(errors), handler: handler))
+    }
+    func put(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["PUT"], errors: RouteErrors(errors), handler: handler))
+    }
+    func post(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["POST"], errors: RouteErrors(errors), handler: handler))
+    }
+    func delete(errors: RouteErrors..., handler: @escaping Handler) -> Route {
+        Route(self, adding: Endpoint(methods: ["DELETE"], errors: RouteErrors(errors), handler: handler))
+    }
 
     /// Answers with the handler of the request's method, or a 405 with `Allow`.
     func answer(_ gateway: Gateway, _ call: RouteCall) throws(Problem) -> HTTPResponse {
@@ -81,7 +94,7 @@ public struct Route: Sendable {
                 throw Problem(thrown: error)
             }
         }
-        var problem = Problem(405, "method_not_allowed", "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
+        var problem = Problem(.methodNotAllowed, "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
         problem.headers = [("Allow", methods.joined(separator: ", "))]
         throw problem
     }
@@ -131,12 +144,12 @@ struct RouteParameters {
         case .method: methodValue = value
         case .space:
             guard let space = StorageSpace(rawValue: value) else {
-                throw Problem(404, "not_found", "the space is common or user, not '\(value.prefix(40))'")
+                throw Problem(.notFound, "the space is common or user, not '\(value.prefix(40))'")
             }
             spaceValue = space
         case .kind:
             guard let kind = Gateway.CacheKind(rawValue: value) else {
-                throw Problem(404, "not_found", "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
+                throw Problem(.notFound, "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
             }
             kindValue = kind
         case .business: businessValue = try Self.checked(value, Names.checkBusiness)
@@ -245,7 +258,7 @@ struct Router: Sendable {
         for route in routesByFirstSegment[segments.first ?? ""] ?? [] where route.template.fits(segments) {
             return (route, try route.template.parameters(segments))
         }
-        throw Problem(404, "not_found", "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
+        throw Problem(.notFound, "no route for \(request.method.prefix(20)) \(request.path.prefix(200)); see GET /openapi.json")
     }
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
@@ -285,17 +298,17 @@ struct Router: Sendable {
                 continue
             }
             guard index + 2 < raw.count, let high = hexValue(raw[index + 1]), let low = hexValue(raw[index + 2]) else {
-                return .failure(Problem(400, "invalid_path", "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
+                return .failure(Problem(.invalidPath, "a % in the path is not followed by two hexadecimal digits (write a % as %25)"))
             }
             decoded.append(high << 4 | low)
             index += 3
         }
         if let control = decoded.first(where: { $0 < 0x20 || $0 == 0x7F }) {
             let hex = String(control, radix: 16, uppercase: true)
-            return .failure(Problem(400, "invalid_path", "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
+            return .failure(Problem(.invalidPath, "a path segment holds the control character %\(hex.count == 1 ? "0" : "")\(hex)"))
         }
         guard let text = String(validating: decoded, as: UTF8.self) else {
-            return .failure(Problem(400, "invalid_path", "a path segment, decoded, is not UTF-8"))
+            return .failure(Problem(.invalidPath, "a path segment, decoded, is not UTF-8"))
         }
         return .success(text)
     }

@@ -117,18 +117,18 @@ public final class Shard: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory + "/shard", withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: markerPath(bucket), contents: Data()) else {
-                throw Problem(500, "storage_failed", "cannot write \(markerPath(bucket))")
+                throw Problem(.storageFailed, "cannot write \(markerPath(bucket))")
             }
         } catch let problem as Problem {
             throw problem
         } catch {
-            throw Problem(500, "storage_failed", "cannot write \(markerPath(bucket)): \(error.localizedDescription)")
+            throw Problem(.storageFailed, "cannot write \(markerPath(bucket)): \(error.localizedDescription)")
         }
         state.withLock { _ = $0.frozen.insert(bucket) }
         let deadline = ContinuousClock.now + timeout
         while state.withLock({ $0.writes[bucket] ?? 0 }) > 0 {
             guard ContinuousClock.now < deadline else {
-                throw Problem(503, "busy", "writes to bucket \(bucket) did not finish within \(timeout); the bucket stays frozen, try again")
+                throw Problem(.busy, "writes to bucket \(bucket) did not finish within \(timeout); the bucket stays frozen, try again")
             }
             Thread.sleep(forTimeInterval: 0.002)
         }

@@ -24,7 +24,7 @@ extension Gateway {
     static func decodedUserHeader(_ value: String) throws(Problem) -> String {
         guard value.utf8.contains(UInt8(ascii: "%")) else { return value }
         guard value.utf8.count <= maximumUserHeaderLength else {
-            throw Problem(400, "invalid_user", "\(userHeader) is \(value.utf8.count) bytes long; at most \(maximumUserHeaderLength) are allowed, and \(UserID.maximumLength) once decoded")
+            throw Problem(.invalidUser, "\(userHeader) is \(value.utf8.count) bytes long; at most \(maximumUserHeaderLength) are allowed, and \(UserID.maximumLength) once decoded")
         }
         var bytes: [UInt8] = []
         var iterator = value.utf8.makeIterator()
@@ -32,7 +32,7 @@ extension Gateway {
             guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
             // The path segments' own hex reader (Router.swift).
             guard let high = iterator.next().flatMap(Router.hexValue), let low = iterator.next().flatMap(Router.hexValue) else {
-                throw Problem(400, "invalid_user", "\(userHeader) is percent-decoded: a % begins an escape of two hex digits (%25 for % itself)")
+                throw Problem(.invalidUser, "\(userHeader) is percent-decoded: a % begins an escape of two hex digits (%25 for % itself)")
             }
             bytes.append(high << 4 | low)
         }

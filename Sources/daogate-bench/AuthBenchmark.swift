@@ -4,6 +4,7 @@ import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import JWT
 
 /// `--auth jwt` against trusted-header, in-process: Demo's getItem by one of
 /// 1,000 keys with a remembered token against the same call naming the user

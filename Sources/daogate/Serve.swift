@@ -6,6 +6,7 @@ import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import JWT
 import Logging
 
 /// `daogate serve`: the modules of a folder as an HTTP API.

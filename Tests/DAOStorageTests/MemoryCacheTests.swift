@@ -145,7 +145,7 @@ struct MemoryCacheTests {
     func anExpiryThatIsNoTimestampIsRefused(expire: Double) throws {
         let cache = try Self.cache(5, ["a"])
         let error = #expect(throws: StorageError.self) { try cache.set("a", "x", expire: expire, now: Self.now) }
-        #expect(error?.code == .invalidValue && error?.status == 400)
+        #expect(error?.code == .invalidValue)
         #expect(cache.get("a", now: Self.now) == 0)
     }
 
@@ -270,7 +270,7 @@ struct MemoryCacheTests {
         let cache = try Self.cache(5, ["a", "b"], budget: budget)
         let used = budget.used
         let error = #expect(throws: StorageError.self) { try cache.set("c", .string(String(repeating: "x", count: 4_000)), now: Self.now) }
-        #expect(error?.code == .memoryFull && error?.status == 507)
+        #expect(error?.code == .memoryFull)
         let again = #expect(throws: StorageError.self) { try cache.set("a", .string(String(repeating: "x", count: 4_000)), now: Self.now) }
         #expect(again?.code == .memoryFull)
         let batch = #expect(throws: StorageError.self) {

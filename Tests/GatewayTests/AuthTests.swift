@@ -3,6 +3,7 @@ import DAOEngine
 import DAOValue
 import Foundation
 import Gateway
+import JWT
 import Synchronization
 import Testing
 
@@ -65,13 +66,6 @@ import Testing
         // Another algorithm's token for the same user reaches the same storage; another user's does not.
         #expect(Self.call(fixture, Self.token(.hs256, Self.claims("ann-\(algorithm.rawValue)"))).json[member: "value"] == "mine")
         #expect(Self.call(fixture, Self.token(.hs256, Self.claims("bob"))).code == "key_not_found")
-    }
-
-    @Test(arguments: JWTAlgorithm.allCases)
-    func aPEMPublicKeyFileVerifiesWithoutKid(_ algorithm: JWTAlgorithm) throws {
-        guard algorithm != .hs256 else { return }
-        let verifier = try JWTVerifier(settings: JWTSettings(keysFile: try Self.keys.file("key.pem", Self.keys.publicPEM[algorithm]!)))
-        #expect(try verifier.verify(Self.keys.token(algorithm, Self.claims())).user.rawValue == "ann")
     }
 
     /// Each refusal: a 401 (or 403), its own code, and `WWW-Authenticate` naming the error.
@@ -195,51 +189,6 @@ import Testing
         #expect(fixture.send("GET", "/modules").status == 200)
         #expect(fixture.send("GET", "/modules/Books").code == "token_missing")
         #expect(fixture.send("POST", "/dao/Books/titlesFrom", "[2000]").code == "token_missing")
-    }
-
-    @Test func verifiedTokensAreRememberedUntilExpiryAndForgottenOnReload() throws {
-        let now = Mutex(Double(TestKeys.now))
-        let keysFile = try Self.keys.file("key.pem", Self.keys.publicPEM[.edDSA]!)
-        let verifier = try JWTVerifier(settings: JWTSettings(keysFile: keysFile, cacheCapacity: 2)) { now.withLock { $0 } }
-        let token = Self.keys.token(.edDSA, Self.claims(expiresIn: 60))
-        #expect(try verifier.verify(token).user.rawValue == "ann")
-        #expect(verifier.cached(token) != nil)
-        now.withLock { $0 += 61 }
-        #expect(verifier.cached(token) == nil)
-        #expect(throws: TokenRefusal.self) { try verifier.verify(token) }
-        now.withLock { $0 -= 61 }
-        // Bounded: a third token makes room.
-        for user in ["a", "b", "c"] { _ = try verifier.verify(Self.keys.token(.edDSA, Self.claims(user))) }
-        #expect(verifier.cachedCount <= 2)
-        // A reload to another key forgets every remembered token and refuses them.
-        try Self.keys.publicPEM[.es256]!.write(toFile: keysFile, atomically: true, encoding: .utf8)
-        #expect(try verifier.reloadIfChanged() != nil)
-        #expect(verifier.cachedCount == 0)
-        #expect(throws: TokenRefusal.self) { try verifier.verify(token) }
-        #expect(try verifier.verify(Self.keys.token(.es256, Self.claims())).user.rawValue == "ann")
-        #expect(try verifier.reloadIfChanged() == nil)
-        // A capacity of 0 remembers nothing.
-        let forgetful = try JWTVerifier(settings: JWTSettings(keysFile: keysFile, cacheCapacity: 0))
-        #expect(try forgetful.verify(Self.keys.token(.es256, Self.claims())).user.rawValue == "ann")
-        #expect(forgetful.cachedCount == 0)
-    }
-
-    @Test func aBadKeyFileKeepsThePreviousKeys() throws {
-        let keysFile = try Self.keys.file("key.pem", Self.keys.publicPEM[.rs256]!)
-        let verifier = try JWTVerifier(settings: JWTSettings(keysFile: keysFile))
-        try "-----BEGIN PUBLIC KEY-----\nhalf".write(toFile: keysFile, atomically: true, encoding: .utf8)
-        #expect(throws: JWTKeyError.self) { try verifier.reloadIfChanged() }
-        #expect(try verifier.verify(Self.keys.token(.rs256, Self.claims())).user.rawValue == "ann")
-    }
-
-    @Test func keyFilesAreCheckedAtLoad() throws {
-        #expect(throws: JWTKeyError.self) { try JWTKeySet.load(secretFile: try Self.keys.file("short", "too short"), keysFile: nil) }
-        #expect(throws: JWTKeyError.self) { try JWTKeySet.load(secretFile: nil, keysFile: try Self.keys.file("none", "hello")) }
-        // A JWKS key of an unknown type or another use is skipped, not a failure of the whole set.
-        let jwks = #"{"keys": [{"kty": "XYZ", "kid": "odd"}, \#(Self.keys.jwk(.edDSA, kid: "ed")), {"kty": "oct", "use": "enc", "k": "AAAA"}]}"#
-        let set = try JWTKeySet.load(secretFile: nil, keysFile: try Self.keys.file("jwks", jwks))
-        #expect(set.keys.map(\.algorithm) == [.edDSA])
-        #expect(set.skipped.count == 2)
     }
 
     /// The served description of jwt mode: the bearer scheme where a token is needed, the admin's where it must be an admin's.

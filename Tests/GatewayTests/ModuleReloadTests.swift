@@ -1,6 +1,7 @@
 import DAOValue
 import Foundation
 import Gateway
+import JWT
 import Synchronization
 import Testing
 

@@ -21,7 +21,7 @@ extension OpenAPIDescription {
                 "truncated": .boolean(description: "Some rows are not listed: reload the tables named."),
             ],
             additionalProperties: .init(false))
-        var responses = responses(.string, errors: [400, 401, 403, 404, 405, 421, 503])
+        var responses = responses(.string, for: "GET")
         responses[200] = .init(OpenAPI.Response(
             description: """
                 Server-Sent Events, until the client leaves or the server stops. Each event has an `id`; `event` is \

@@ -21,7 +21,7 @@ extension OpenAPIDescription {
 
     /// `/admin/reload`.
     func reloadPaths(_ template: RouteTemplate) -> [DescribedPath] {
-        var reloadResponses = responses(Self.reloadSchema, errors: [400, 401, 403, 409],
+        var reloadResponses = responses(Self.reloadSchema, for: "POST",
                                         description: "The new module set is in use: the report, with its full table scans as warnings.")
         reloadResponses[409] = .init(OpenAPI.Response(
             description: "modules_refused: the module folder has problems (the problem's `problems` lists them, file, line and message), and the modules in use stay; reload_unavailable: the server has no module folder.",
@@ -72,7 +72,7 @@ extension OpenAPIDescription {
             tags: ["daogate"], summary: "The progress of a rekey",
             description: "Whether a rekey runs on this server, and the counts of the running one so far (after each database file), or of the last one. `daogate rekey` shows it while it waits.",
             operationId: "rekeyStatus",
-            responses: responses(Self.rekeyStatusSchema, errors: [401, 403]),
+            responses: responses(Self.rekeyStatusSchema, for: "GET"),
             security: [[.component(named: "admin"): []]]), post: OpenAPI.Operation(
             tags: ["daogate"], summary: "Re-encrypt every encrypted value with the current key",
             description: """
@@ -85,7 +85,7 @@ extension OpenAPIDescription {
                 Takes no body.
                 """,
             operationId: "rekey",
-            responses: responses(Self.rekeySchema, errors: [400, 401, 403, 409, 500],
+            responses: responses(Self.rekeySchema, for: "POST",
                                  description: "The summary: values moved, encrypted, and those that did not decrypt."),
             security: [[.component(named: "admin"): []]])))
     }

@@ -35,7 +35,7 @@ extension OpenAPIDescription {
                 content: [.json: .init(OpenAPI.Content(schema: .object(properties: ["calls": .array(items: call)], additionalProperties: .init(false))))],
                 required: true),
             responses: responses(.object(properties: ["results": .array(items: .reference(.component(named: "CallResult")))], additionalProperties: .init(false)),
-                                 errors: [400, 404, 409, 413, 415, 500, 503, 507]))
+                                 for: "POST"))
         return one(template, OpenAPI.PathItem(post: operation))
     }
 
@@ -82,7 +82,7 @@ extension OpenAPIDescription {
             responses: responses(.object(properties: ["modules": .array(items: .object(
                 properties: ["name": .string, "table": .string(nullable: true), "version": .string,
                              "userDependent": .boolean, "methods": .array(items: .string)],
-                additionalProperties: .init(false)))], additionalProperties: .init(false)), errors: [])))
+                additionalProperties: .init(false)))], additionalProperties: .init(false)), for: "GET")))
         )
     }
 
@@ -112,7 +112,7 @@ extension OpenAPIDescription {
                              "storedVersion": .string(required: false, nullable: true),
                              "tables": .array(required: false, items: tableVersion),
                              "methods": .array(items: methodSchema)],
-                additionalProperties: .init(false)), errors: [400, 404, 409, 500, 503])))
+                additionalProperties: .init(false)), for: "GET")))
         )
     }
 
@@ -126,7 +126,7 @@ extension OpenAPIDescription {
             description: "The rowid of the last row inserted by the last write in the module's database (APDAOProtocol's lastInsertRowId); a call's own result has its own.",
             operationId: "lastInsertRowId", parameters: [.init(user), storage],
             responses: responses(.object(properties: ["lastInsertRowId": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 404, 500, 503])))
+                                 for: "GET")))
         )
     }
 
@@ -142,7 +142,7 @@ extension OpenAPIDescription {
             description: "Drops the table (APDAOProtocol's deleteTable); the module's next call creates it again. A table another module made in this storage is refused (409 table_owned), but to the admin, who may drop the module's own tableName whoever made it. \(adminOrOwner)",
             operationId: "deleteTable", parameters: [.init(user), .init(table), storage],
             responses: responses(.object(properties: ["deleted": .boolean, "table": .string], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 409, 500, 503]),
+                                 for: "DELETE"),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }
@@ -163,7 +163,7 @@ extension OpenAPIDescription {
             responses: responses(.object(properties: ["deleted": .array(items: .string), "vacuumed": .boolean,
                                                       "progress": .array(items: .number(format: .double))],
                                          additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 413, 415, 500, 503]),
+                                 for: "POST"),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }
@@ -179,7 +179,7 @@ extension OpenAPIDescription {
             description: "Rebuilds the database file (vacuumDatabase). \(adminOrOwner)",
             operationId: "vacuum", parameters: [.init(user), storage],
             responses: responses(.object(properties: ["ok": .boolean], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 500, 503]),
+                                 for: "POST"),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }
@@ -192,13 +192,13 @@ extension OpenAPIDescription {
             parameters: [.init(module)],
             get: OpenAPI.Operation(
                 tags: ["daogate"], summary: "The module's global arguments", operationId: "getGlobals",
-                responses: responses(globals, errors: [400, 401, 403, 404]), security: [[.component(named: "admin"): []]]),
+                responses: responses(globals, for: "GET"), security: [[.component(named: "admin"): []]]),
             put: OpenAPI.Operation(
                 tags: ["daogate"], summary: "Set the module's global arguments",
                 description: "Replaces the global arguments (globalArguments) every method of the module sees; only names the module declares in `globals`.",
                 operationId: "setGlobals",
                 requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: globals))], required: true),
-                responses: responses(globals, errors: [400, 401, 403, 404, 413, 415]), security: [[.component(named: "admin"): []]]))
+                responses: responses(globals, for: "PUT"), security: [[.component(named: "admin"): []]]))
         )
     }
 
@@ -207,7 +207,7 @@ extension OpenAPIDescription {
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "Health", operationId: "health",
             responses: responses(.object(properties: ["status": .string(allowedValues: ["ok"]), "modules": .integer(format: .int64)],
-                                         additionalProperties: .init(false)), errors: [])))
+                                         additionalProperties: .init(false)), for: "GET")))
         )
     }
 
@@ -215,7 +215,7 @@ extension OpenAPIDescription {
     func openAPIPaths(_ template: RouteTemplate) -> [DescribedPath] {
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["daogate"], summary: "This description", operationId: "openAPI",
-            responses: responses(.object(additionalProperties: .init(true)), errors: [])))
+            responses: responses(.object(additionalProperties: .init(true)), for: "GET")))
         )
     }
 
@@ -247,14 +247,14 @@ extension OpenAPIDescription {
             responses: responses(.object(properties: ["counts": .object(additionalProperties: .init(.integer(format: .int64))),
                                                       "recent": .array(items: event),
                                                       "reloads": .array(items: Self.reloadSchema),
-                                                      "sweeps": Self.sweepsSchema], additionalProperties: .init(false)), errors: [400, 401, 403]),
+                                                      "sweeps": Self.sweepsSchema], additionalProperties: .init(false)), for: "GET"),
             security: [[.component(named: "admin"): []], [:]]))
         )
     }
 
     /// `/metrics`.
     func metricsPaths(_ template: RouteTemplate) -> [DescribedPath] {
-        var metricsResponses = responses(.string, errors: [401, 403, 404])
+        var metricsResponses = responses(.string, for: "GET")
         metricsResponses[200] = .init(OpenAPI.Response(description: "The text exposition format.",
                                                        content: [.txt: .init(OpenAPI.Content(schema: .string))]))
         return one(template, OpenAPI.PathItem(get: OpenAPI.Operation(

@@ -23,24 +23,24 @@ extension OpenAPIDescription {
         paths["/shard"] = OpenAPI.PathItem(get: OpenAPI.Operation(
             tags: ["shard"], summary: "This shard",
             description: "The shard's name, its shard map's epoch, whether it holds the common space, how many buckets it owns and which are frozen for a move.",
-            operationId: "shardStatus", responses: responses(status, errors: [401, 403, 404]), security: admin))
+            operationId: "shardStatus", responses: responses(status, for: "GET"), security: admin))
         paths["/shard/reload"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Read the shard map again",
             description: "Reads the shard map file (--shard-map) again; the shard then serves the buckets it names for this shard.",
-            operationId: "shardReload", responses: responses(status, errors: [401, 403, 404, 500]), security: admin))
+            operationId: "shardReload", responses: responses(status, for: "POST"), security: admin))
         paths["/shard/freeze"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Freeze a bucket's writes",
             description: "Refuses the bucket's writes (503 bucket_moving, Retry-After) while reads go on, kept on disk across restarts, and waits for the writes in flight; answers the bucket's files here.",
             operationId: "shardFreeze", requestBody: body(.object(properties: ["bucket": bucket], additionalProperties: .init(false))),
             responses: responses(.object(properties: ["bucket": .integer(format: .int64), "files": .array(items: .string)],
-                                         additionalProperties: .init(false)), errors: [400, 401, 403, 404, 415, 500, 503]),
+                                         additionalProperties: .init(false)), for: "POST"),
             security: admin))
         paths["/shard/unfreeze"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Unfreeze a bucket",
             description: "Lets a frozen bucket's writes in again: a move abandoned before its commit.",
             operationId: "shardUnfreeze", requestBody: body(.object(properties: ["bucket": bucket], additionalProperties: .init(false))),
-            responses: responses(status, errors: [400, 401, 403, 404, 415]), security: admin))
-        var exported = responses(.string, errors: [400, 401, 403, 404, 409, 415, 500])
+            responses: responses(status, for: "POST"), security: admin))
+        var exported = responses(.string, for: "POST")
         exported[200] = .init(OpenAPI.Response(description: "The SQLite file", content: [
             .init(rawValue: "application/octet-stream")!: .init(OpenAPI.Content(schema: .string(contentEncoding: .binary))),
         ]))
@@ -55,14 +55,14 @@ extension OpenAPIDescription {
             operationId: "shardImport", requestBody: body(.object(properties: ["bucket": bucket, "from": .string], additionalProperties: .init(false))),
             responses: responses(.object(properties: ["bucket": .integer(format: .int64), "files": .array(items: .string),
                                                       "bytes": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 404, 409, 415, 422, 500, 502, 503]),
+                                 for: "POST"),
             security: admin))
         paths["/shard/archive"] = OpenAPI.PathItem(post: OpenAPI.Operation(
             tags: ["shard"], summary: "Remove a moved bucket's files",
             description: "Once the shard map gives the bucket to another shard, removes its files here (their copies stay under archive/bucket-N/) and unfreezes it. Refused (409 bucket_owned) while the map still gives it to this shard.",
             operationId: "shardArchive", requestBody: body(.object(properties: ["bucket": bucket], additionalProperties: .init(false))),
             responses: responses(.object(properties: ["bucket": .integer(format: .int64), "removed": .integer(format: .int64)],
-                                         additionalProperties: .init(false)), errors: [400, 401, 403, 404, 409, 415, 503]),
+                                         additionalProperties: .init(false)), for: "POST"),
             security: admin))
         return paths
     }

@@ -158,16 +158,16 @@ extension OpenAPIDescription {
                         .init(OpenAPI.Parameter.query(name: "default", required: false, schema: .string,
                                                       description: "JSON text (a string in quotes) answered, with `type` or its own, when the key is absent.")),
                     ],
-                    responses: responses(entry, errors: [400, 404, 409, 500, 503])),
+                    responses: responses(entry, for: "GET")),
                 put: OpenAPI.Operation(
                     tags: ["kv"], summary: "Set a value (\(space.rawValue))",
                     description: "Stores the value under business and key in \(words), with its type (given, or the JSON value's own: binary must be asked for). `encrypted` stores it with the server's key; `purgeable` lets a purge remove it.",
                     operationId: "kvPut\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("KVPut")))], required: true),
-                    responses: responses(entry, errors: [400, 409, 413, 415, 500, 503, 507])),
+                    responses: responses(entry, for: "PUT")),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a value (\(space.rawValue))", operationId: "kvDelete\(suffix)", parameters: parameters,
-                    responses: responses(Self.body("Deleted"), errors: [400, 500, 503])))
+                    responses: responses(Self.body("Deleted"), for: "DELETE")))
         }
     }
 
@@ -189,11 +189,11 @@ extension OpenAPIDescription {
                         .init(OpenAPI.Parameter.query(name: "limit", required: false, schema: .integer(format: .int32, maximum: (Gateway.kvPageMaximum, exclusive: false), minimum: (1, exclusive: false)), description: "The most keys in the page.")),
                         .init(OpenAPI.Parameter.query(name: "after", required: false, schema: .string, description: "List the keys after this one (the previous page's next).")),
                     ],
-                    responses: responses(Self.body("KVKeyList"), errors: [400, 500, 503])),
+                    responses: responses(Self.body("KVKeyList"), for: "GET")),
                 delete: OpenAPI.Operation(
                     tags: ["kv"], summary: "Delete a business (\(space.rawValue))", operationId: "kvDeleteBusiness\(suffix)",
                     parameters: parameters,
-                    responses: responses(Self.body("DeletedCount"), errors: [400, 500, 503])))
+                    responses: responses(Self.body("DeletedCount"), for: "DELETE")))
         }
     }
 
@@ -204,7 +204,7 @@ extension OpenAPIDescription {
             return OpenAPI.PathItem(get: OpenAPI.Operation(
                 tags: [tag], summary: "List the \(kind) caches (\(space.rawValue))", operationId: "\(tag)List\(suffix)",
                 parameters: parameters,
-                responses: responses(Self.body(isMemory ? "MemoryCacheList" : "DiskCacheList"), errors: [400, 500, 503])))
+                responses: responses(Self.body(isMemory ? "MemoryCacheList" : "DiskCacheList"), for: "GET")))
         }
     }
 
@@ -221,17 +221,17 @@ extension OpenAPIDescription {
                 parameters: [name],
                 get: OpenAPI.Operation(
                     tags: [tag], summary: "A \(kind) cache's capacity and count (\(space.rawValue))", operationId: "\(tag)Info\(suffix)",
-                    parameters: parameters, responses: responses(info, errors: [400, 404, 500, 503])),
+                    parameters: parameters, responses: responses(info, for: "GET")),
                 put: OpenAPI.Operation(
                     tags: [tag], summary: "Create or resize a \(kind) cache (\(space.rawValue))",
                     description: "Creates the \(what) in \(Self.spaceWords(space)), or sets the capacity of an existing one (shrinking evicts the least recently used)."
                         + (isMemory ? "" : " Capacity has a slack of capacity/10: beyond capacity + slack, the least recently used are evicted down to capacity at once. An existing cache keeps its encryption (409 cache_conflict)."),
                     operationId: "\(tag)Create\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: create))], required: true),
-                    responses: responses(info, errors: [400, 409, 413, 415, 500, 503])),
+                    responses: responses(info, for: "PUT")),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Delete a \(kind) cache (\(space.rawValue))", operationId: "\(tag)Delete\(suffix)",
-                    parameters: parameters, responses: responses(deleted, errors: [400, 500, 503])))
+                    parameters: parameters, responses: responses(deleted, for: "DELETE")))
         }
     }
 
@@ -248,16 +248,16 @@ extension OpenAPIDescription {
                     tags: [tag], summary: "Read an entry (\(space.rawValue))",
                     description: "The value; it becomes the most recently used. Absent or expired: 404 key_not_found\(isMemory ? "" : " (an expired entry is deleted)").",
                     operationId: "\(tag)Get\(suffix)", parameters: parameters,
-                    responses: responses(valueResult, errors: [400, 404, 500, 503])),
+                    responses: responses(valueResult, for: "GET")),
                 put: OpenAPI.Operation(
                     tags: [tag], summary: "Set an entry (\(space.rawValue))",
                     description: "Stores the value as the most recently used; a null value removes the key. `expire` is an absolute time in seconds since 1970 (0: never; a past time stores nothing).",
                     operationId: "\(tag)Set\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("CacheSet")))], required: true),
-                    responses: responses(ok, errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                    responses: responses(ok, for: "PUT", without: isMemory ? [] : [507])),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Remove an entry (\(space.rawValue))", operationId: "\(tag)Remove\(suffix)",
-                    parameters: parameters, responses: responses(deleted, errors: [400, 404, 500, 503])))
+                    parameters: parameters, responses: responses(deleted, for: "DELETE")))
         }
     }
 
@@ -274,10 +274,10 @@ extension OpenAPIDescription {
                     description: "Adds the entries, which never expire, in order (the last ends most recent); null values remove their keys.",
                     operationId: "\(tag)Add\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: Self.body("CacheEntries")))], required: true),
-                    responses: responses(Self.body("CacheAddResult"), errors: [400, 404, 413, 415, 500, 503] + (isMemory ? [507] : []))),
+                    responses: responses(Self.body("CacheAddResult"), for: "POST", without: isMemory ? [] : [507])),
                 delete: OpenAPI.Operation(
                     tags: [tag], summary: "Remove every entry (\(space.rawValue))", operationId: "\(tag)Clear\(suffix)",
-                    parameters: parameters, responses: responses(removed, errors: [400, 404, 500, 503])))
+                    parameters: parameters, responses: responses(removed, for: "DELETE")))
         }
     }
 
@@ -297,7 +297,7 @@ extension OpenAPIDescription {
                     description: isMemory ? "By a set of keys, a prefix, a suffix, a regular expression, or all." : "By a set of keys, an SQL LIKE pattern, or all.",
                     operationId: "\(tag)RemoveMatching\(suffix)", parameters: parameters,
                     requestBody: OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: .one(of: ways)))], required: true),
-                    responses: responses(removed, errors: [400, 404, 413, 415, 500, 503])))
+                    responses: responses(removed, for: "POST")))
         }
     }
 
@@ -315,7 +315,7 @@ extension OpenAPIDescription {
                     tags: [tag], summary: "Whether an entry is there (\(space.rawValue))",
                     description: "Without touching the order; an expired entry is not there.",
                     operationId: "\(tag)Exists\(suffix)", parameters: parameters,
-                    responses: responses(Self.body("CacheExists"), errors: [400, 404, 500])))
+                    responses: responses(Self.body("CacheExists"), for: "GET")))
         }
     }
 
@@ -337,7 +337,7 @@ extension OpenAPIDescription {
                                                       schema: .integer(maximum: (10_000, exclusive: false), minimum: (1, exclusive: false)))),
                         .init(OpenAPI.Parameter.query(name: "from", required: false, schema: .string(allowedValues: ["head", "tail"]))),
                     ],
-                    responses: responses(Self.body("CachePeek"), errors: [400, 404, 500])))
+                    responses: responses(Self.body("CachePeek"), for: "GET")))
         }
     }
 
@@ -350,7 +350,7 @@ extension OpenAPIDescription {
             tags: ["storage"], summary: "Purge a storage",
             description: "Removes purgeable key-value entries and expired cache entries of the storage X-Storage names (the default one without it), and says what was freed.",
             operationId: "purgeStorage", parameters: [owner, storage],
-            responses: responses(.reference(.component(named: "PurgeReport")), errors: [400, 401, 403, 500, 503]),
+            responses: responses(.reference(.component(named: "PurgeReport")), for: "POST"),
             security: conditional)))
     }
 
@@ -370,7 +370,7 @@ extension OpenAPIDescription {
                 required: false),
             responses: responses(.object(properties: ["databases": .integer(format: .int64), "bytes": .integer(format: .int64),
                                                       "memoryCaches": .integer(format: .int64)], additionalProperties: .init(false)),
-                                 errors: [400, 401, 403, 415, 500, 503]),
+                                 for: "POST"),
             security: conditional)))
     }
 
@@ -381,7 +381,7 @@ extension OpenAPIDescription {
             description: "The custom storages that have files, and the name of the current-version storage (reset when the deployment's version changes).",
             operationId: "listStorages",
             responses: responses(.object(properties: ["storages": .array(items: .string), "currentVersion": .string],
-                                         additionalProperties: .init(false)), errors: [401, 403]),
+                                         additionalProperties: .init(false)), for: "GET"),
             security: [[.component(named: "admin"): []]])))
     }
 
@@ -399,7 +399,7 @@ extension OpenAPIDescription {
                                                       "maximumCommonBytes": .integer(format: .int64, required: false, nullable: true),
                                                       "maximumStoragesPerUser": .integer(format: .int64, required: false, nullable: true),
                                                       "totalBytes": .integer(format: .int64), "databases": .array(items: usage)],
-                                         additionalProperties: .init(false)), errors: [400, 401, 403]),
+                                         additionalProperties: .init(false)), for: "GET"),
             security: [[.component(named: "admin"): []]])))
     }
 }

@@ -23,6 +23,8 @@ public struct OpenAPIDescription {
     var rowShapes: [String: [(columns: [JSONShape.Property], count: Int)]] = [:]
     /// The second pass over the methods: components are complete, so shared rows and nullable classes are final.
     var finalPass = false
+    /// The route whose paths are being described: its declared errors are the operations' problem responses.
+    var describing: Route?
 
     public init(modules: [Module], descriptions: [String: [String: MethodDescription]]) {
         self.modules = modules.sorted { $0.name < $1.name }
@@ -43,6 +45,7 @@ public struct OpenAPIDescription {
         var publicPaths: Set<OpenAPI.Path> = []
         for route in Gateway.routes {
             guard let describe = route.describe else { continue }
+            builder.describing = route
             for (path, item) in describe(&builder, route.template) {
                 precondition(builder.paths[path] == nil, "\(path.rawValue) is described twice")
                 builder.paths[path] = .init(item)
@@ -183,7 +186,8 @@ public struct OpenAPIDescription {
             operationId: "\(module.name)_\(method.name)",
             parameters: parameters + [.reference(.component(named: "Int64Format"))],
             requestBody: requestBody,
-            responses: responses(success, errors: [400, 409, 413, 415, 500, 503, 507] + (adminOnly ? [401, 403] : [])),
+            // The document writes out the methods there are (no 404); only an admin-only one gives 401 and 403.
+            responses: responses(success, for: "POST", without: adminOnly ? [404] : [404, 401, 403]),
             security: adminOnly ? [[.component(named: "admin"): []]] : nil)
     }
 
@@ -321,12 +325,18 @@ public struct OpenAPIDescription {
 
     // MARK: Responses
 
-    /// A 200 with `success`, and the problem responses of `errors`.
-    func responses(_ success: JSONSchema, errors: [Int], description: String = "Success") -> OpenAPI.Response.Map {
+    /// A 200 with `success`, and a problem response for each status of the errors the route being described
+    /// declares for `method` (`Route.get(errors:)`), but those of the statuses `without` (what the route gives on
+    /// other concrete paths than the one described).
+    func responses(_ success: JSONSchema, for method: String, without excluded: Set<Int> = [],
+                   description: String = "Success") -> OpenAPI.Response.Map {
         var map: OpenAPI.Response.Map = [
             200: .init(OpenAPI.Response(description: description, content: [.json: .init(OpenAPI.Content(schema: success))])),
         ]
-        for status in errors {
+        // The first pass over the DAO methods (`document`) describes no route, and the shard describer builds every
+        // shard route's item to keep the described one's (`OpenAPITests` holds each operation to its route's errors).
+        guard let errors = describing?.errors(of: method) else { return map }
+        for status in errors.without(statuses: excluded).statuses {
             map[OpenAPI.Response.StatusCode(integerLiteral: status)] = .reference(.component(named: "Problem\(status)"))
         }
         return map

@@ -60,7 +60,7 @@ public struct TokenRefusal: Error, Sendable {
     public let cause: Cause
     public let detail: String
 
-    init(_ cause: Cause, _ detail: String) {
+    public init(_ cause: Cause, _ detail: String) {
         self.cause = cause
         self.detail = detail
     }

@@ -6,6 +6,7 @@ import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import JWT
 import Logging
 
 /// The serve options resolved: the command line, else the environment, else the default.

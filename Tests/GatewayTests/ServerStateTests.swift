@@ -1,4 +1,5 @@
 import DAOValue
+import JWT
 import Foundation
 @testable import Gateway
 import Synchronization

@@ -67,12 +67,19 @@ let package = Package(
             dependencies: ["CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: crossModule
         ),
+        // Sharding: the shard map and placement (user → bucket → shard), a shard's ownership and freezes,
+        // HAProxy's configuration and runtime API, the client shards and moves talk with. Knows nothing of HTTP
+        // routes: the gateway admits requests by it, the CLI drives moves with it.
+        .target(
+            name: "Sharding",
+            dependencies: ["DAOEngine", "DAOValue"]
+        ),
         // The gateway: routes, JSON mapping, errors, OpenAPI, authentication
         // (JWTs verified with libcrypto).
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "Sharding",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ],
@@ -95,6 +102,7 @@ let package = Package(
                 "DAOValue",
                 "Gateway",
                 "HTTPTransport",
+                "Sharding",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -112,7 +120,7 @@ let package = Package(
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "Sharding"]),
         // Against a real `daogate serve` on a loopback port, with curl.
         .testTarget(name: "LiveTests", dependencies: ["DAOValue"]),
     ],

@@ -48,8 +48,9 @@ extension Gateway {
     /// The codes `GET /changes` adds, and their statuses.
     static let changeFeedCodes: [String: Int] = ["too_many_streams": 429, "invalid_query": 400]
 
-    func changesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let caller = try caller(request)
+    func changesRoute(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request
+        let caller = try caller(call)
         // A shard holds the user's space or the common space, rarely both: there a stream follows one.
         var spaces: Set<String> = caller.user == nil ? ["common"] : configuration.shard == nil ? ["user", "common"] : ["user"]
         var modules: Set<String> = []

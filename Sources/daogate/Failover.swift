@@ -2,6 +2,7 @@ import ArgumentParser
 import DAOValue
 import Foundation
 import Gateway
+import Sharding
 
 /// `daogate failover SHARD --to SPARE`: a lost shard's buckets to a spare, from the lost shard's Litestream replica.
 ///
@@ -128,7 +129,7 @@ struct Failover: ParsableCommand {
                 // Every bucket of the spare (idempotent, so a second run completes a first), 200 commands at a time.
                 let commands = map.owners.indices.filter { map.owners[$0] == to }.map { "set map \(haproxyTarget.name) \($0) \(to)" }
                 for start in stride(from: 0, to: commands.count, by: 200) {
-                    try MoveBucket.haproxy(socket: haproxySocket, command: commands[start..<min(start + 200, commands.count)].joined(separator: "; "))
+                    try HAProxyRuntime(socket: haproxySocket).run(commands[start..<min(start + 200, commands.count)].joined(separator: "; "))
                 }
             } catch {
                 throw completeLater("HAProxy's map was not updated: \(error)")

@@ -193,16 +193,14 @@ extension Gateway {
         defer { for item in staged { try? FileManager.default.removeItem(atPath: item.path) } }
         var bytes: Int64 = 0
         do {
-            let frozen = try client.json("POST", "/shard/freeze", ["bucket": .integer(Int64(bucket))])
-            guard case .array(let files)? = frozen[member: "files"] else { throw ShardClientError("the source listed no files") }
-            for case .string(let file) in files {
+            for file in try client.freeze(bucket: bucket) {
                 guard case .user(let user, _)? = DataFolder.location(relativePath: file),
                       map.bucket(of: user.rawValue) == bucket else {
                     throw ShardClientError("the source named a file outside bucket \(bucket): \(file.prefix(200))")
                 }
                 let content: ShardClient.Response
                 do {
-                    content = try client.request("POST", "/shard/export", body: Value.object(["bucket": .integer(Int64(bucket)), "file": .string(file)]).jsonBytes(), limit: limit)
+                    content = try client.export(bucket: bucket, file: file, limit: limit)
                 } catch let error as ShardClientError where error.tooLarge {
                     throw Self.importRefused("import_refused", "\(file) is larger than \(limit) bytes, this shard's cap for one database; nothing was installed")
                 }

@@ -171,7 +171,7 @@ public final class Gateway: HTTPResponder {
 
     /// The route of the request (`Gateway.routes`), its parameters checked once; in jwt mode the token,
     /// unless the route is public; the method (405 with `Allow`); then the route's handler, through the
-    /// layers that wrap it (on a shard, its admission: `routeMiddleware`).
+    /// layers that wrap it (on a shard, its admission: `applyMiddleware`, `ShardAdmission`).
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions, _ context: RequestContext) throws(Problem) -> HTTPResponse {
         let (route, parameters) = try Self.router.match(request)
         if route.isExplorer, !configuration.explorer {

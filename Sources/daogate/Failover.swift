@@ -119,7 +119,7 @@ struct Failover: ParsableCommand {
         }
         summary["epoch"] = .integer(map.epoch)
         do {
-            _ = try spare.json("POST", "/shard/reload")
+            try spare.reloadMap()
         } catch {
             throw completeLater("shard \(to) did not reload the map: \(error)")
         }
@@ -139,7 +139,7 @@ struct Failover: ParsableCommand {
         var pending: [String] = []
         for (name, address) in map.shards.sorted(by: { $0.key < $1.key }) where name != to && name != shard {
             do {
-                _ = try ShardClient(address: address, token: token).json("POST", "/shard/reload")
+                try ShardClient(address: address, token: token).reloadMap()
             } catch {
                 printToStandardError("daogate failover: shard \(name): \(error); run the same command again once it answers")
                 pending.append(name)

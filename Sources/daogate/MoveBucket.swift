@@ -86,7 +86,7 @@ struct MoveBucket: ParsableCommand {
             func rolledBack(_ what: String) -> RunFailure {
                 let source = ShardClient(address: map.shards[source]!, token: token)
                 do {
-                    _ = try source.json("POST", "/shard/unfreeze", ["bucket": .integer(Int64(bucket))])
+                    try source.unfreeze(bucket: bucket)
                     return RunFailure("\(what); rolled back: bucket \(bucket) stays on shard \(map.owners[bucket]) and takes writes again")
                 } catch {
                     return RunFailure("\(what); not committed, but the rollback failed (\(error)): bucket \(bucket) stays on shard \(map.owners[bucket]), frozen; run the same command again, or POST /shard/unfreeze {\"bucket\": \(bucket)} to it")
@@ -94,7 +94,7 @@ struct MoveBucket: ParsableCommand {
             }
             let imported: Value
             do {
-                imported = try target.json("POST", "/shard/import", ["bucket": .integer(Int64(bucket)), "from": .string(source)])
+                imported = try target.importBucket(bucket, from: source)
             } catch {
                 throw rolledBack("the import into shard \(to) failed: \(error)")
             }
@@ -123,7 +123,7 @@ struct MoveBucket: ParsableCommand {
         }
         summary["epoch"] = .integer(map.epoch)
         do {
-            _ = try target.json("POST", "/shard/reload")
+            try target.reloadMap()
         } catch {
             throw completeLater("shard \(to) did not reload the map: \(error)")
         }
@@ -144,9 +144,9 @@ struct MoveBucket: ParsableCommand {
             progress.status("[4/4] the other shards read the map: \(index) of \(others.count)")
             let shard = ShardClient(address: address, token: token)
             do {
-                let status = try shard.json("POST", "/shard/reload")
+                let status = try shard.reloadMap()
                 if status[member: "frozen"]?.arrayValue?.contains(.integer(Int64(bucket))) == true {
-                    _ = try shard.json("POST", "/shard/archive", ["bucket": .integer(Int64(bucket))])
+                    try shard.archive(bucket: bucket)
                     progress.line("[4/4] shard \(name) archived its copy of bucket \(bucket)")
                 }
             } catch {
@@ -170,7 +170,7 @@ struct MoveBucket: ParsableCommand {
     static func checkShard(_ client: ShardClient, named name: String, _ unchanged: (String) -> RunFailure) throws {
         let status: Value
         do {
-            status = try client.json("GET", "/shard")
+            status = try client.status()
         } catch {
             throw unchanged("shard \(name) at \(client.address) does not serve the move (is it up, and is the admin token its?): \(error)")
         }

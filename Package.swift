@@ -75,11 +75,18 @@ let package = Package(
             name: "JWT",
             dependencies: ["DAOEngine", "DAOValue", "COpenSSL"]
         ),
+        // Sharding: the shard map and placement (user → bucket → shard), a shard's ownership and freezes,
+        // HAProxy's configuration and runtime API, the client shards and moves talk with. Knows nothing of HTTP
+        // routes: the gateway admits requests by it, the CLI drives moves with it.
+        .target(
+            name: "Sharding",
+            dependencies: ["DAOEngine", "DAOValue"]
+        ),
         // The gateway: routes, JSON mapping, errors, OpenAPI, authentication.
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "JWT",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "JWT", "Sharding",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ],
@@ -103,6 +110,7 @@ let package = Package(
                 "Gateway",
                 "HTTPTransport",
                 "JWT",
+                "Sharding",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -122,7 +130,7 @@ let package = Package(
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         // Its TestTokens.swift (keys made by openssl, tokens signed by libcrypto) is GatewayTests' too, by a link.
         .testTarget(name: "JWTTests", dependencies: ["JWT", "DAOValue", "COpenSSL"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "JWT"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "JWT", "Sharding"]),
         // Against a real `daogate serve` on a loopback port, with curl.
         .testTarget(name: "LiveTests", dependencies: ["DAOValue"]),
     ],

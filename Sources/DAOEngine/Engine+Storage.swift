@@ -65,7 +65,7 @@ extension Engine {
         var locations: [StorageLocation] = []
         let common = StorageLocation.common(storage: storage)
         if files.fileExists(atPath: registry.path(of: common)) { locations.append(common) }
-        let users = (registry.path(of: common) as NSString).deletingLastPathComponent + "/users"
+        let users = DataFolder(root: configuration.dataDirectory).usersFolder(storage: storage)
         for name in ((try? files.contentsOfDirectory(atPath: users)) ?? []).sorted() where name.hasSuffix(".db") {
             if let user = UserID(fileName: String(name.dropLast(3))) { locations.append(.user(user, storage: storage)) }
         }
@@ -100,7 +100,7 @@ extension Engine {
 
     /// The custom storages that have files.
     public func customStorages() -> [String] {
-        let folder = configuration.dataDirectory + "/storages"
+        let folder = DataFolder(root: configuration.dataDirectory).storagesFolder
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return names.filter { storageNameProblem($0) == nil }.sorted()
     }
@@ -133,7 +133,7 @@ extension Engine {
                     for location in existingLocations(storage: storage) { try remove(registry.path(of: location)) }
                     if let storage {
                         // The storage's folder goes with its files.
-                        try? files.removeItem(atPath: configuration.dataDirectory + "/storages/" + storage)
+                        try? files.removeItem(atPath: DataFolder(root: configuration.dataDirectory).storagesFolder + "/" + storage)
                     }
                 }
             } catch {

@@ -74,16 +74,8 @@ public enum StorageLocation: Sendable, Hashable, CustomStringConvertible {
     case user(UserID, storage: String?)
     case file(String)
 
-    /// The file's path relative to the data folder.
-    public var relativePath: String {
-        switch self {
-        case .common(nil): "common.db"
-        case .user(let user, nil): "users/\(user.fileName).db"
-        case .common(let storage?): "storages/\(storage)/common.db"
-        case .user(let user, let storage?): "storages/\(storage)/users/\(user.fileName).db"
-        case .file(let path): "databases/\(path)"
-        }
-    }
+    /// The file's path relative to the data folder (`DataFolder`, which reads it back).
+    public var relativePath: String { DataFolder.relativePath(of: self) }
 
     /// The location for logs: user ids digested.
     public var description: String {

@@ -44,7 +44,7 @@ public struct DatabaseConfiguration: Sendable {
     /// proportion to the files open (1.2 ms with 9,000 open, against 0.1 ms
     /// with none; `bench/journal-modes.py`); `unix-none` keeps no such list.
     /// Another process must then not write the file while it is open here;
-    /// readers of a copy check it (`ShardFiles.consistentCopy`).
+    /// readers of a copy check it (`Database.consistentCopy`).
     public var usesFileLocks: Bool
     /// Prepared statements kept per connection, least recently used evicted; 0 caches nothing.
     public var statementCacheCapacity: Int

@@ -32,14 +32,7 @@ struct Caller {
     var token: (text: String, expiry: Double)?
 }
 
-/// The caller of the request being answered, once derived (jwt mode).
-final class CallerMemo: @unchecked Sendable {
-    var caller: Caller?
-}
-
 extension Gateway {
-    /// The request's caller, for the thread answering it (`respond` sets it in jwt mode).
-    @TaskLocal static var requestCaller: CallerMemo?
 
     /// In jwt mode, the caller's user from their token: the token's user claim,
     /// which a sent `X-User-Id` must equal; the static admin token acts as
@@ -102,9 +95,10 @@ extension Gateway {
 
     /// An admin operation: the static admin token in trusted-header mode; in
     /// jwt mode, that token or a JWT carrying the admin claim (else a 403).
-    func authorizeAdmin(_ request: HTTPRequest) throws(Problem) {
+    func authorizeAdmin(_ call: RouteCall) throws(Problem) {
+        let request = call.request
         if case .jwt = configuration.authentication {
-            guard try caller(request).isAdmin else {
+            guard try caller(call).isAdmin else {
                 var problem = Problem(.adminClaimRequired, "this operation is an admin's: it needs a token with the admin claim")
                 problem.headers = [("WWW-Authenticate", #"Bearer realm="daogate", error="insufficient_scope""#)]
                 throw problem
@@ -125,10 +119,10 @@ extension Gateway {
     static let adminTokenRemedy = "start daogate with --admin-token-file FILE (DAOGATE_ADMIN_TOKEN_FILE), or the token itself in DAOGATE_ADMIN_TOKEN"
 
     /// A call of a module or method declared `access="admin"` is an admin's.
-    func authorizeAccess(module name: String, method: String?, _ request: HTTPRequest) throws(Problem) {
+    func authorizeAccess(module name: String, method: String?, _ call: RouteCall) throws(Problem) {
         guard let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
         do {
-            try authorizeAdmin(request)
+            try authorizeAdmin(call)
         } catch where error.errorCode == .auth(.adminClaimRequired) {
             var problem = Problem(.adminOnly, "\(name)\(method.map { ".\($0)" } ?? "") is declared access=\"admin\": only an admin may call it")
             problem.headers = error.headers
@@ -137,11 +131,11 @@ extension Gateway {
     }
 
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
-    func loggedUser(_ request: HTTPRequest) -> String? {
+    func loggedUser(_ request: HTTPRequest, _ context: RequestContext) -> String? {
         guard case .jwt(let verifier) = configuration.authentication else {
             return request.firstValue(of: Self.userHeader).flatMap { try? Self.decodedUserHeader($0) }
         }
-        if let known = Self.requestCaller?.caller { return known.user?.rawValue }
+        if let known = context.caller { return known.user?.rawValue }
         guard let authorization = request.firstValue(of: "Authorization"), let token = Self.bearerToken(authorization) else { return nil }
         return verifier.cached(token)?.user.rawValue
     }

@@ -28,13 +28,13 @@ extension Gateway {
 
     /// The cache a call names, where: its kind, name and location (the caller's, from the headers).
     private func cacheScope(_ call: RouteCall) throws(Problem) -> (kind: CacheKind, name: String, location: StorageLocation) {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         return (call.parameters.kind, call.parameters.cache, location)
     }
 
     /// `GET /lru/{kind}/{space}`: the space's caches.
     func cacheList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         return try storage { json(["caches": .array(try cacheList(call.parameters.kind, location))]) }
     }
 
@@ -46,7 +46,7 @@ extension Gateway {
 
     /// `GET /lru/memory/{space}/{cache}/exists/{key}`: without touching recency.
     func cacheEntryExists(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         return try storage {
             json(["exists": .bool(try memoryCaches.cache(call.parameters.cache, in: location).exists(call.parameters.key, now: clock.now()))])
         }
@@ -285,7 +285,7 @@ extension Gateway {
 
     /// `GET /lru/memory/{space}/{cache}/peek`: entries without touching recency.
     func peek(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         let request = call.request, name = call.parameters.cache, encoding = call.encoding
         var count = 10
         if let text = request.queryValue("count") {

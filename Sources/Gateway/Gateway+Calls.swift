@@ -5,8 +5,8 @@ import HTTPTransport
 extension Gateway {
     /// `POST /dao/{module}/{method}`: the body is the arguments, a JSON object
     /// by name or an array by position (or nothing).
-    func call(_ request: HTTPRequest, module: String, method: String,
-              _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    func call(_ routeCall: RouteCall, module: String, method: String) throws(Problem) -> HTTPResponse {
+        let request = routeCall.request, encoding = routeCall.encoding
         let arguments = try jsonBody(request)
         switch arguments {
         case .object, .array: break
@@ -16,8 +16,8 @@ extension Gateway {
             throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
         let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(request, Self.tableHeader)))
-        let context = try context(request)
-        try authorizeAccess(module: module, method: method, request)
+        let context = try context(routeCall)
+        try authorizeAccess(module: module, method: method, routeCall)
         do {
             let result = try engine.call(call, context: context)
             var body: [UInt8] = []
@@ -31,7 +31,8 @@ extension Gateway {
 
     /// `POST /transaction`: `{"calls": [{"module", "method", "arguments", "table"}, …]}`
     /// run in one transaction of the caller's database; all or nothing.
-    func transaction(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    func transaction(_ routeCall: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = routeCall.request, encoding = routeCall.encoding
         let body = try bodyObject(request, allowed: ["calls"], example: #"{"calls": [{"module": …, "method": …, "arguments": …}]}"#)
         guard case .array(let items)? = body["calls"] else {
             throw Problem(.invalidBody, "calls must be an array of calls")
@@ -63,9 +64,9 @@ extension Gateway {
             }
             calls.append(Call(module: module, method: method, arguments: arguments, table: table))
         }
-        let context = try context(request)
-        try admitTransaction(calls, context)
-        for call in calls { try authorizeAccess(module: call.module, method: call.method, request) }
+        let context = try context(routeCall)
+        try admitTransaction(calls, context, routeCall.context)
+        for call in calls { try authorizeAccess(module: call.module, method: call.method, routeCall) }
         do {
             let results = try engine.transaction(calls, context: context)
             var body = Array(#"{"results":["#.utf8)

@@ -46,8 +46,9 @@ public struct ChangeStreamLimits: Sendable {
 /// when its bucket leaves the shard (`{"reason": "bucket_moved"}`), so that the client reconnects through the
 /// proxy to the new owner.
 extension Gateway {
-    func changesRoute(_ request: HTTPRequest) throws(Problem) -> HTTPResponse {
-        let caller = try caller(request)
+    func changesRoute(_ call: RouteCall) throws(Problem) -> HTTPResponse {
+        let request = call.request
+        let caller = try caller(call)
         // A shard holds the user's space or the common space, rarely both: there a stream follows one.
         var spaces: Set<String> = caller.user == nil ? ["common"] : configuration.shard == nil ? ["user", "common"] : ["user"]
         var modules: Set<String> = []

@@ -23,7 +23,7 @@ extension Gateway {
     /// `after` of the next page.
     func kvList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request
-        let location = try storageLocation(space: call.parameters.space, request)
+        let location = try storageLocation(space: call.parameters.space, call)
         let values: Bool
         switch request.queryValue("values") {
         case nil, "false": values = false
@@ -60,13 +60,13 @@ extension Gateway {
 
     /// `DELETE /kv/{space}/{business}`: every entry of the business.
     func kvDeleteBusiness(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         return try storage { json(["deleted": .integer(Int64(try kv.removeBusiness(call.parameters.business, in: location)))]) }
     }
 
     /// `PUT /kv/{space}/{business}/{key}`.
     func kvPut(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         let members = try bodyObject(call.request, allowed: ["value", "type", "encrypted", "purgeable"],
                                      example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
         guard let value = members["value"] else { throw Problem(.invalidBody, "the body needs a value") }
@@ -82,14 +82,14 @@ extension Gateway {
 
     /// `DELETE /kv/{space}/{business}/{key}`.
     func kvDelete(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call.request)
+        let location = try storageLocation(space: call.parameters.space, call)
         return try storage { json(["deleted": .bool(try kv.remove(call.parameters.business, call.parameters.key, in: location))]) }
     }
 
     /// `GET /kv/{space}/{business}/{key}`, the hot route of the store.
     func kvGet(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request, business = call.parameters.business, key = call.parameters.key, encoding = call.encoding
-        let location = try storageLocation(space: call.parameters.space, request)
+        let location = try storageLocation(space: call.parameters.space, call)
         var requested: KVType?
         var fallback: Value?
         if !request.query.isEmpty {
@@ -146,8 +146,8 @@ extension Gateway {
 
     /// The database of `{space}` for the caller: `common`, or `user` (their own).
     /// The headers are checked whenever sent, as for DAO calls; the user id once.
-    func storageLocation(space: StorageSpace, _ request: HTTPRequest) throws(Problem) -> StorageLocation {
-        let caller = try caller(request)
+    func storageLocation(space: StorageSpace, _ call: RouteCall) throws(Problem) -> StorageLocation {
+        let caller = try caller(call)
         switch space {
         case .common:
             return .common(storage: caller.storage)

@@ -26,8 +26,8 @@ extension Gateway {
         guard let module = engine.modules[name] else {
             throw Problem(.unknownModule, "no module is named '\(name.prefix(80))'")
         }
-        let context = try context(call.request)
-        if proxy { try authorizeAccess(module: name, method: nil, call.request) }
+        let context = try context(call)
+        if proxy { try authorizeAccess(module: name, method: nil, call) }
         let table = try self.header(call.request, Self.tableHeader)
         if let table, let problem = tableNameProblem(table) {
             throw Problem(.invalidTable, "table '\(table.prefix(80))': \(problem)")
@@ -61,8 +61,8 @@ extension Gateway {
     /// module made it (`table_owned` otherwise): how the admin frees a name a template's caller took first.
     func deleteTable(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (module, context, table) = try moduleScope(call)
-        try authorizeChange(of: module, context: context, call.request)
-        let admin = (try? authorizeAdmin(call.request)) != nil
+        try authorizeChange(of: module, context: context, call)
+        let admin = (try? authorizeAdmin(call)) != nil
         return try engineCall {
             let existed = try engine.deleteTable(module: module.name, table: table, context: context, whoeverMadeIt: admin)
             return json(["deleted": .bool(existed), "table": .string(try engine.tableName(of: module, requested: table))])
@@ -72,7 +72,7 @@ extension Gateway {
     /// `POST /modules/{module}/tables/delete`: the tables matching a pattern.
     func deleteTables(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (module, context, _) = try moduleScope(call)
-        try authorizeChange(of: module, context: context, call.request)
+        try authorizeChange(of: module, context: context, call)
         let example = #"{"pattern": "chat_\\d+", "vacuum": false}"#
         let body = try bodyObject(call.request, allowed: ["pattern", "vacuum"], example: example)
         guard case .string(let pattern)? = body["pattern"] else {
@@ -97,7 +97,7 @@ extension Gateway {
     /// `POST /modules/{module}/vacuum`.
     func vacuum(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (module, context, _) = try moduleScope(call)
-        try authorizeChange(of: module, context: context, call.request)
+        try authorizeChange(of: module, context: context, call)
         try engineCall { try engine.vacuum(module: module.name, context: context) }
         return json(["ok": true])
     }
@@ -105,14 +105,14 @@ extension Gateway {
     /// `GET /modules/{module}/globals` (admin).
     func globals(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (module, _, _) = try moduleScope(call)
-        try authorizeAdmin(call.request)
+        try authorizeAdmin(call)
         return globalsResponse(module, call.encoding)
     }
 
     /// `PUT /modules/{module}/globals` (admin): replaces them, only names the module declares.
     func setGlobals(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let (module, _, _) = try moduleScope(call)
-        try authorizeAdmin(call.request)
+        try authorizeAdmin(call)
         guard case .object(let values) = try jsonBody(call.request) else {
             throw Problem(.invalidBody, "the global arguments are a JSON object of name → value")
         }
@@ -183,12 +183,12 @@ extension Gateway {
 
     /// Destructive operations reach shared databases only with the admin
     /// token; a caller's own database is theirs to clean.
-    func authorizeChange(of module: Module, context: CallContext, _ request: HTTPRequest) throws(Problem) {
+    func authorizeChange(of module: Module, context: CallContext, _ call: RouteCall) throws(Problem) {
         do {
             if case .user = try engine.location(of: module, context: context) { return }
         } catch {
             throw Problem(error)
         }
-        try authorizeAdmin(request)
+        try authorizeAdmin(call)
     }
 }

@@ -18,21 +18,21 @@ import HTTPTransport
 /// the admin token.
 extension Gateway {
     /// The caller of a purge or reset: their own database with `X-User-Id`; else the whole storage, the admin's.
-    private func cleanupCaller(_ request: HTTPRequest) throws(Problem) -> Caller {
-        let caller = try caller(request)
-        if caller.user == nil { try authorizeAdmin(request) }
+    private func cleanupCaller(_ call: RouteCall) throws(Problem) -> Caller {
+        let caller = try caller(call)
+        if caller.user == nil { try authorizeAdmin(call) }
         return caller
     }
 
     /// `POST /storage/purge`.
     func purgeStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let caller = try cleanupCaller(call.request)
+        let caller = try cleanupCaller(call)
         return json(try storage { try purge(storage: caller.storage, user: caller.user).value })
     }
 
     /// `POST /storage/reset`; with the body `{"all": true}`, every storage of the `X-User-Id` user at once.
     func resetStorage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let caller = try cleanupCaller(call.request)
+        let caller = try cleanupCaller(call)
         if !call.request.body.isEmpty {
             let example = #"{"all": true} (with X-User-Id)"#
             let body = try bodyObject(call.request, allowed: ["all"], example: example)
@@ -68,8 +68,8 @@ extension Gateway {
     /// `GET /storage/usage`: every user's databases (of every storage; with `X-User-Id`, that user's only), largest first, and the cap.
     func usage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request
-        try authorizeAdmin(request)
-        let only = try caller(request).user
+        try authorizeAdmin(call)
+        let only = try caller(call).user
         var databases: [Value] = []
         var total: Int64 = 0
         for (location, bytes) in engine.userDatabaseUsage().sorted(by: { $0.bytes > $1.bytes }) {
@@ -87,7 +87,7 @@ extension Gateway {
 
     /// `GET /storages`.
     func storages(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        try authorizeAdmin(call.request)
+        try authorizeAdmin(call)
         return json(["storages": .array(engine.customStorages().map(Value.string)),
                      "currentVersion": .string(Engine.currentVersionStorage)])
     }

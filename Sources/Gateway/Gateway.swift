@@ -4,6 +4,7 @@ import DAOStorage
 import DAOValue
 import HTTPTransport
 import Logging
+import Sharding
 
 /// How the gateway answers, beyond the modules themselves.
 public struct GatewayConfiguration: Sendable {
@@ -103,25 +104,22 @@ public struct Gateway: HTTPResponder {
     public var current: Gateway { Gateway(state: state, moduleSet: state.modules) }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        // The module set is read once: the whole request sees one.
-        let gateway = current
-        if let shard = configuration.shard { return gateway.respondAsShard(request, shard) }
-        // In jwt mode a request's caller is derived once (`caller`), however many steps ask.
-        guard case .jwt = configuration.authentication else { return gateway.answer(request) }
-        return Self.$requestCaller.withValue(CallerMemo()) { gateway.answer(request) }
+        // The module set is read once: the whole request sees one. What is learnt while answering (the caller,
+        // derived once however many steps ask; a shard's ticket) travels with the request in its context.
+        return current.answer(request, RequestContext())
     }
 
-    func answer(_ request: HTTPRequest) -> HTTPResponse {
+    func answer(_ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         var encoding = JSONWriteOptions()
         let response: HTTPResponse
         do {
             encoding = try int64Encoding(request)
-            response = try route(request, encoding)
+            response = try route(request, encoding, context)
         } catch {
             response = explained(error).response(encoding)
         }
         metrics.count(status: response.status)
-        return withLogMetadata(response, request)
+        return withLogMetadata(response, request, context)
     }
 
     public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
@@ -133,12 +131,12 @@ public struct Gateway: HTTPResponder {
             Problem(.unsupportedTransferCoding, "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
         }
         metrics.count(status: problem.status)
-        return withLogMetadata(problem.response(JSONWriteOptions()), request)
+        return withLogMetadata(problem.response(JSONWriteOptions()), request, RequestContext())
     }
 
     /// Adds what the access log may show of the caller: a digest of the user, never the id.
-    private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest) -> HTTPResponse {
-        guard configuration.accessLog, let user = loggedUser(request) else { return response }
+    private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
+        guard configuration.accessLog, let user = loggedUser(request, context) else { return response }
         var response = response
         response.logMetadata.append(("user", userDigests.digest(user)))
         return response
@@ -156,15 +154,18 @@ public struct Gateway: HTTPResponder {
     // MARK: Routing
 
     /// The route of the request (`Gateway.routes`), its parameters checked once; in jwt mode the token,
-    /// unless the route is public; the method (405 with `Allow`); then the route's handler.
-    private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions) throws(Problem) -> HTTPResponse {
+    /// unless the route is public; the method (405 with `Allow`); then the route's handler, through the
+    /// layers that wrap it (on a shard, its admission: `applyMiddleware`, `ShardAdmission`).
+    private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions, _ context: RequestContext) throws(Problem) -> HTTPResponse {
         let (route, parameters) = try Self.router.match(request)
         if route.isExplorer, !configuration.explorer {
             throw Problem(.notFound, "no route for \(request.method.prefix(20)) \(request.path.prefix(200)): this server's API explorer is off (--docs off); see GET /openapi.json")
         }
+        let call = RouteCall(request: request, encoding: encoding, parameters: parameters, context: context)
         // In jwt mode, no route reaching storage reads anything before the token is checked.
-        if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(request) }
-        return try route.answer(self, RouteCall(request: request, encoding: encoding, parameters: parameters))
+        if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(call) }
+        let endpoint = try route.endpoint(request)
+        return try applyMiddleware(to: call, route: route) { call throws(Problem) in try endpoint.answer(self, call) }
     }
 
     // MARK: Service routes
@@ -182,10 +183,10 @@ public struct Gateway: HTTPResponder {
     /// `GET /events`: the admin sees every storage's events; anyone else shared storages' and their own.
     func eventSummary(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request
-        let caller = try caller(request)
+        let caller = try caller(call)
         var everything = caller.isAdmin
         if case .trustedHeader = configuration.authentication, try header(request, "Authorization") != nil {
-            try authorizeAdmin(request)
+            try authorizeAdmin(call)
             everything = true
         }
         return json(events.summary(user: caller.user, everything: everything))
@@ -196,7 +197,7 @@ public struct Gateway: HTTPResponder {
         guard !configuration.separateMetrics else {
             throw Problem(.notFound, "the metrics are served on the metrics address (--metrics-listen), not here")
         }
-        try authorizeAdmin(call.request)
+        try authorizeAdmin(call)
         return metricsResponse()
     }
 
@@ -230,8 +231,11 @@ public struct Gateway: HTTPResponder {
     /// The caller's user and storage, from the headers: the one place every
     /// route learns who calls. In trusted-header mode the user is `X-User-Id`;
     /// in jwt mode the token's claim (`authenticate`). Either header, when
-    /// sent, must be valid (even where a route would not use it), as the description says.
-    func caller(_ request: HTTPRequest) throws(Problem) -> Caller {
+    /// sent, must be valid (even where a route would not use it), as the description says. Derived once per
+    /// request, and kept in its context.
+    func caller(_ call: RouteCall) throws(Problem) -> Caller {
+        if let known = call.context.caller { return known }
+        let request = call.request
         var userHeader = try header(request, Self.userHeader)
         if let sent = userHeader { userHeader = try Self.decodedUserHeader(sent) }
         var caller: Caller
@@ -243,7 +247,6 @@ public struct Gateway: HTTPResponder {
                 throw Problem(error)
             }
         case .jwt(let verifier):
-            if let known = Self.requestCaller?.caller { return known }
             caller = try authenticate(verifier, request, userHeader: userHeader)
         }
         let storage = nonEmpty(try header(request, Self.storageHeader))
@@ -251,8 +254,7 @@ public struct Gateway: HTTPResponder {
             throw Problem(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
         }
         caller.storage = storage
-        try admitToShard(caller, request)
-        Self.requestCaller?.caller = caller
+        call.context.caller = caller
         return caller
     }
 
@@ -268,8 +270,8 @@ public struct Gateway: HTTPResponder {
     }
 
     /// The caller's user and storage, for the engine.
-    func context(_ request: HTTPRequest) throws(Problem) -> CallContext {
-        let caller = try caller(request)
+    func context(_ call: RouteCall) throws(Problem) -> CallContext {
+        let caller = try caller(call)
         return CallContext(user: caller.user?.rawValue, storage: caller.storage)
     }
 
@@ -343,7 +345,7 @@ struct MetricsResponder: HTTPResponder {
                 throw Problem(.notFound, "the metrics address serves GET /metrics only")
             }
             try gateway.allow(request, ["GET", "HEAD"])
-            if requiresAdmin { try gateway.authorizeAdmin(request) }
+            if requiresAdmin { try gateway.authorizeAdmin(RouteCall(request: request)) }
             return gateway.metricsResponse()
         } catch {
             return error.response(JSONWriteOptions())

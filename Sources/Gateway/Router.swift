@@ -4,9 +4,10 @@ import DAOValue
 import HTTPTransport
 import OpenAPIKit
 
-/// One route of the API: its path template, whether it is answered without a token in jwt mode, the
-/// handler of each method it takes, and the function that describes it in the OpenAPI document. The table
-/// of them is `Gateway.routes`; the router, the 405 answers and the document's paths are all read from it.
+/// One route of the API: its path template, whether it is answered without a token in jwt mode, the space it
+/// touches, the handler of each method it takes, and the function that describes it in the OpenAPI document.
+/// The table of them is `Gateway.routes`; the router, the 405 answers, the document's paths, a shard's
+/// admission (`ShardAdmission`) and HAProxy's routing lists (`Gateway.commonPaths`) are all read from it.
 public struct Route: Sendable {
     /// What a handler gets: the request, its encoding, and the path's parameters, each checked once. Handlers
     /// throw `Problem`s (a closure's typed throws is not inferred, so the table's closures throw untyped and
@@ -27,6 +28,8 @@ public struct Route: Sendable {
     public let template: RouteTemplate
     /// Answered without a token in jwt mode: the route reaches no storage.
     public let isPublic: Bool
+    /// The space the route's requests touch: what a shard admits them by, and HAProxy routes them by.
+    public let space: RouteSpace
     /// A page of the API explorer (`GET /docs`, its script and style, the redirect of `/`): public, not in the
     /// OpenAPI document (it is a page for people, not API), and a 404 on a server started with `--docs off`.
     public let isExplorer: Bool
@@ -34,9 +37,15 @@ public struct Route: Sendable {
     /// Nil for the explorer's pages, which the document leaves out.
     let describe: Describer?
 
-    init(_ template: RouteTemplate, public isPublic: Bool = false, describedBy describe: @escaping Describer) {
+    init(_ template: RouteTemplate, public isPublic: Bool = false, space: RouteSpace, describedBy describe: @escaping Describer) {
         self.template = template
         self.isPublic = isPublic
+        self.space = space
+        switch space {
+        case .pathSpace: precondition(template.segments.contains(.parameter(.space)), "\(template) has no {space}")
+        case .module: precondition(template.segments.contains(.parameter(.module)), "\(template) has no {module}")
+        case .none, .shard, .caller, .callerOrQuery, .firstCall: break
+        }
         self.isExplorer = false
         self.endpoints = []
         self.describe = describe
@@ -46,6 +55,7 @@ public struct Route: Sendable {
     init(explorer template: RouteTemplate) {
         self.template = template
         self.isPublic = true
+        self.space = .none
         self.isExplorer = true
         self.endpoints = []
         self.describe = nil
@@ -54,6 +64,7 @@ public struct Route: Sendable {
     private init(_ route: Route, adding endpoint: Endpoint) {
         template = route.template
         isPublic = route.isPublic
+        space = route.space
         isExplorer = route.isExplorer
         endpoints = route.endpoints + [endpoint]
         describe = route.describe
@@ -84,27 +95,46 @@ public struct Route: Sendable {
         Route(self, adding: Endpoint(methods: ["DELETE"], errors: RouteErrors(errors), handler: handler))
     }
 
-    /// Answers with the handler of the request's method, or a 405 with `Allow`.
-    func answer(_ gateway: Gateway, _ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let request = call.request
-        for endpoint in endpoints where endpoint.methods.contains(request.method) {
-            do {
-                return try endpoint.handler(gateway, call)
-            } catch {
-                throw Problem(thrown: error)
-            }
-        }
+    /// The handler of the request's method, or a 405 with `Allow`.
+    func endpoint(_ request: HTTPRequest) throws(Problem) -> Endpoint {
+        if let endpoint = endpoints.first(where: { $0.methods.contains(request.method) }) { return endpoint }
         var problem = Problem(.methodNotAllowed, "\(request.path.prefix(200)) takes \(methods.joined(separator: ", ")), not \(request.method.prefix(20))")
         problem.headers = [("Allow", methods.joined(separator: ", "))]
         throw problem
     }
 }
 
-/// A request as its route's handler gets it.
+extension Route.Endpoint {
+    /// Runs the handler; what it throws comes back as a problem.
+    func answer(_ gateway: Gateway, _ call: RouteCall) throws(Problem) -> HTTPResponse {
+        do {
+            return try handler(gateway, call)
+        } catch {
+            throw Problem(thrown: error)
+        }
+    }
+}
+
+/// A request as its route's handler gets it (Hummingbird's request and its context): the request, its
+/// encoding, the path's parameters, and the request's context, which carries what is learnt while it is
+/// answered (its caller, its shard ticket).
 struct RouteCall {
     let request: HTTPRequest
     let encoding: JSONWriteOptions
     let parameters: RouteParameters
+    let context: RequestContext
+
+    init(request: HTTPRequest, encoding: JSONWriteOptions, parameters: RouteParameters, context: RequestContext) {
+        self.request = request
+        self.encoding = encoding
+        self.parameters = parameters
+        self.context = context
+    }
+
+    /// A request answered outside the route table (the metrics address): no parameters, a context of its own.
+    init(request: HTTPRequest) {
+        self.init(request: request, encoding: JSONWriteOptions(), parameters: RouteParameters(), context: RequestContext())
+    }
 }
 
 /// The path's parameters, each read and checked once by the router. A handler reads only those of its own
@@ -130,6 +160,8 @@ struct RouteParameters {
     var cache: String { present(cacheValue, .cache) }
     /// A key, checked (`Names.checkKey`); the rest of the path, `/` included.
     var key: String { present(keyValue, .key) }
+    /// Whether the template names a module's method (`/dao/{module}/{method}`).
+    var hasModuleAndMethod: Bool { moduleValue != nil && methodValue != nil }
 
     private func present<T>(_ value: T?, _ parameter: PathParameter) -> T {
         guard let value else { preconditionFailure("the route's template has no {\(parameter.rawValue)}") }

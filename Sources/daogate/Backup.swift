@@ -51,7 +51,7 @@ struct Backup: ParsableCommand {
         var databases: [String] = []
         var keys: [String] = []
         while let relative = enumerator.nextObject() as? String {
-            if relative.hasPrefix("archive/") || relative.hasPrefix("shard/") { continue }
+            if !DataFolder.isData(relativePath: relative) { continue }
             if relative.hasSuffix(".db") {
                 databases.append(relative)
             } else if relative == "digest.key" || relative == "deployment-version" {
@@ -71,8 +71,8 @@ struct Backup: ParsableCommand {
             progress.status("\(index) of \(databases.count) databases, \(TerminalProgress.bytes(bytes))")
             let copy = destination + "/" + relative
             do {
-                try ShardFiles.consistentCopy(of: root + "/" + relative, to: copy, configuration: configuration)
-                if let problem = try ShardFiles.integrityProblem(of: copy, configuration: configuration) {
+                try Database.consistentCopy(of: root + "/" + relative, to: copy, configuration: configuration)
+                if let problem = try Database.integrityProblem(of: copy, configuration: configuration) {
                     throw RunFailure("fails integrity_check: \(problem)")
                 }
             } catch {

@@ -2,6 +2,7 @@ import ArgumentParser
 import DAOValue
 import Foundation
 import Gateway
+import Sharding
 
 /// `daogate failover SHARD --to SPARE`: a lost shard's buckets to a spare, from the lost shard's Litestream replica.
 ///
@@ -118,7 +119,7 @@ struct Failover: ParsableCommand {
         }
         summary["epoch"] = .integer(map.epoch)
         do {
-            _ = try spare.json("POST", "/shard/reload")
+            try spare.reloadMap()
         } catch {
             throw completeLater("shard \(to) did not reload the map: \(error)")
         }
@@ -128,7 +129,7 @@ struct Failover: ParsableCommand {
                 // Every bucket of the spare (idempotent, so a second run completes a first), 200 commands at a time.
                 let commands = map.owners.indices.filter { map.owners[$0] == to }.map { "set map \(haproxyTarget.name) \($0) \(to)" }
                 for start in stride(from: 0, to: commands.count, by: 200) {
-                    try MoveBucket.haproxy(socket: haproxySocket, command: commands[start..<min(start + 200, commands.count)].joined(separator: "; "))
+                    try HAProxyRuntime(socket: haproxySocket).run(commands[start..<min(start + 200, commands.count)].joined(separator: "; "))
                 }
             } catch {
                 throw completeLater("HAProxy's map was not updated: \(error)")
@@ -138,7 +139,7 @@ struct Failover: ParsableCommand {
         var pending: [String] = []
         for (name, address) in map.shards.sorted(by: { $0.key < $1.key }) where name != to && name != shard {
             do {
-                _ = try ShardClient(address: address, token: token).json("POST", "/shard/reload")
+                try ShardClient(address: address, token: token).reloadMap()
             } catch {
                 printToStandardError("daogate failover: shard \(name): \(error); run the same command again once it answers")
                 pending.append(name)

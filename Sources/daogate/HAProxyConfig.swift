@@ -2,9 +2,10 @@ import ArgumentParser
 import DAODialect
 import Foundation
 import Gateway
+import Sharding
 
-/// `daogate haproxy-config`: HAProxy's configuration and maps for a sharded deployment, from the modules and the
-/// shard map, so that the proxy routes as the shards check.
+/// `daogate haproxy-config`: HAProxy's configuration and maps for a sharded deployment, from the routes' spaces,
+/// the modules and the shard map, so that the proxy routes as the shards check.
 struct HAProxyConfig: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haproxy-config",
@@ -65,7 +66,7 @@ struct HAProxyConfig: ParsableCommand {
         }
         let user: HAProxyConfiguration.UserSource = auth == "jwt" ? .jwtClaim(jwtUserClaim) : .header
         let directory = configDirectory ?? URL(fileURLWithPath: out).standardizedFileURL.path
-        let generator = HAProxyConfiguration(map: map, modules: loaded, listen: listen, user: user, directory: directory,
+        let generator = HAProxyConfiguration(map: map, routing: Gateway.shardRouting(modules: loaded), listen: listen, user: user, directory: directory,
                                              runtimeSocket: runtimeSocket ?? directory + "/haproxy.sock")
         do {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)

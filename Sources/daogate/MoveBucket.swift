@@ -4,7 +4,7 @@ import Glibc
 import ArgumentParser
 import DAOValue
 import Foundation
-import Gateway
+import Sharding
 
 /// `daogate move-bucket`: moves one bucket of users from its shard to another while traffic runs.
 ///
@@ -86,7 +86,7 @@ struct MoveBucket: ParsableCommand {
             func rolledBack(_ what: String) -> RunFailure {
                 let source = ShardClient(address: map.shards[source]!, token: token)
                 do {
-                    _ = try source.json("POST", "/shard/unfreeze", ["bucket": .integer(Int64(bucket))])
+                    try source.unfreeze(bucket: bucket)
                     return RunFailure("\(what); rolled back: bucket \(bucket) stays on shard \(map.owners[bucket]) and takes writes again")
                 } catch {
                     return RunFailure("\(what); not committed, but the rollback failed (\(error)): bucket \(bucket) stays on shard \(map.owners[bucket]), frozen; run the same command again, or POST /shard/unfreeze {\"bucket\": \(bucket)} to it")
@@ -94,7 +94,7 @@ struct MoveBucket: ParsableCommand {
             }
             let imported: Value
             do {
-                imported = try target.json("POST", "/shard/import", ["bucket": .integer(Int64(bucket)), "from": .string(source)])
+                imported = try target.importBucket(bucket, from: source)
             } catch {
                 throw rolledBack("the import into shard \(to) failed: \(error)")
             }
@@ -123,14 +123,14 @@ struct MoveBucket: ParsableCommand {
         }
         summary["epoch"] = .integer(map.epoch)
         do {
-            _ = try target.json("POST", "/shard/reload")
+            try target.reloadMap()
         } catch {
             throw completeLater("shard \(to) did not reload the map: \(error)")
         }
         if let haproxySocket, let haproxyTarget {
             do {
                 try Data(HAProxyConfiguration.bucketsMap(map).utf8).write(to: URL(fileURLWithPath: haproxyTarget.file), options: .atomic)
-                try Self.haproxy(socket: haproxySocket, command: "set map \(haproxyTarget.name) \(bucket) \(to)")
+                try HAProxyRuntime(socket: haproxySocket).run("set map \(haproxyTarget.name) \(bucket) \(to)")
             } catch {
                 throw completeLater("HAProxy's map was not updated: \(error)")
             }
@@ -144,9 +144,9 @@ struct MoveBucket: ParsableCommand {
             progress.status("[4/4] the other shards read the map: \(index) of \(others.count)")
             let shard = ShardClient(address: address, token: token)
             do {
-                let status = try shard.json("POST", "/shard/reload")
+                let status = try shard.reloadMap()
                 if status[member: "frozen"]?.arrayValue?.contains(.integer(Int64(bucket))) == true {
-                    _ = try shard.json("POST", "/shard/archive", ["bucket": .integer(Int64(bucket))])
+                    try shard.archive(bucket: bucket)
                     progress.line("[4/4] shard \(name) archived its copy of bucket \(bucket)")
                 }
             } catch {
@@ -170,7 +170,7 @@ struct MoveBucket: ParsableCommand {
     static func checkShard(_ client: ShardClient, named name: String, _ unchanged: (String) -> RunFailure) throws {
         let status: Value
         do {
-            status = try client.json("GET", "/shard")
+            status = try client.status()
         } catch {
             throw unchanged("shard \(name) at \(client.address) does not serve the move (is it up, and is the admin token its?): \(error)")
         }
@@ -179,38 +179,13 @@ struct MoveBucket: ParsableCommand {
         }
     }
 
-    /// The map HAProxy knows as `path`, in any spelling: `show map` lists each map by the path its
-    /// configuration gave; both sides are resolved (relative paths, `..`, symlinks). Returns the name to give
-    /// `set map` (HAProxy's own spelling) and the file to write (the resolved path), after checking it is writable.
+    /// The map HAProxy knows as `path` (`HAProxyRuntime.map`), or a failure that changed nothing.
     static func haproxyMap(_ path: String, socket: String, _ unchanged: (String) -> RunFailure) throws -> (name: String, file: String) {
-        let listing: String
         do {
-            listing = try haproxyAnswer(socket: socket, command: "show map")
+            return try HAProxyRuntime(socket: socket).map(path)
         } catch {
-            throw unchanged("HAProxy's runtime API does not answer: \(error)")
+            throw unchanged(error.description)
         }
-        let wanted = resolved(path)
-        // Lines are `ID (FILE) pattern loaded from file 'FILE' …`; comment lines start with '#'.
-        var known: [String] = []
-        for line in listing.split(separator: "\n") where !line.hasPrefix("#") {
-            guard let open = line.firstIndex(of: "("), let close = line[open...].firstIndex(of: ")") else { continue }
-            let name = String(line[line.index(after: open)..<close])
-            known.append(name)
-            if resolved(name) == wanted {
-                guard access((wanted as NSString).deletingLastPathComponent, W_OK) == 0 else {
-                    throw unchanged("HAProxy's map file \(wanted) is in a folder this user cannot write")
-                }
-                return (name, wanted)
-            }
-        }
-        throw unchanged("HAProxy knows no map file \(path) (resolved: \(wanted)); it knows \(known.isEmpty ? "none" : known.joined(separator: ", "))")
-    }
-
-    /// A path made absolute, `..` and symlinks resolved (as far as they exist).
-    static func resolved(_ path: String) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        if let real = realpath(path, &buffer) { return String(cString: real) }
-        return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
     private func readMap() throws -> ShardMap {
@@ -225,40 +200,5 @@ struct MoveBucket: ParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let file = OptionSource(environment).text(adminTokenFile, "admin-token-file")
         return try Settings.adminToken(file: file, environment: environment)
-    }
-
-    /// One command on HAProxy's runtime API; its answer must be empty (success) or it is an error.
-    static func haproxy(socket path: String, command: String) throws {
-        let text = try haproxyAnswer(socket: path, command: command)
-        guard text.isEmpty else { throw RunFailure("HAProxy refused '\(command)': \(text)") }
-    }
-
-    /// One command on HAProxy's runtime API, and its answer (trimmed).
-    static func haproxyAnswer(socket path: String, command: String) throws -> String {
-        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw RunFailure("cannot make a unix socket") }
-        defer { close(socket) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw RunFailure("the socket path \(path) is too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else { throw RunFailure("cannot connect to HAProxy's runtime API at \(path): \(String(cString: strerror(errno)))") }
-        let line = Array((command + "\n").utf8)
-        guard send(socket, line, line.count, Int32(MSG_NOSIGNAL)) == line.count else { throw RunFailure("cannot write to \(path)") }
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = recv(socket, &buffer, buffer.count, 0)
-            if count <= 0 { break }
-            answer += buffer[0..<count]
-        }
-        return String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

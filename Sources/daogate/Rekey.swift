@@ -5,6 +5,7 @@ import DAOStorage
 import DAOValue
 import Foundation
 import Gateway
+import Sharding
 
 /// `daogate rekey`: every encrypted value written again with the keyring's current key (or its module's own).
 ///

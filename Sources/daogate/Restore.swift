@@ -4,6 +4,7 @@ import DAOSQLite
 import DAOValue
 import Foundation
 import Gateway
+import Sharding
 
 /// `daogate restore`: databases back from a Litestream replica into a data folder.
 struct Restore: ParsableCommand {
@@ -84,20 +85,14 @@ struct Restore: ParsableCommand {
 
     /// The user of a user database's relative path (`users/p-ann.db`, `storages/S/users/x-….db`), nil for any other.
     static func userLocation(_ relative: String) -> (user: UserID, storage: String?)? {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard let name = parts.last, name.hasSuffix(".db"), let user = UserID(fileName: String(name.dropLast(3))) else { return nil }
-        if parts.count == 2, parts[0] == "users" { return (user, nil) }
-        if parts.count == 4, parts[0] == "storages", parts[2] == "users" { return (user, parts[1]) }
-        return nil
+        guard case .user(let user, let storage)? = DataFolder.location(relativePath: relative) else { return nil }
+        return (user, storage)
     }
 
     /// Whether a relative path is one daogate keeps a database at (and may restore there): nothing outside
     /// the data folder, no `..`, only the folders `litestream-config` replicates.
     static func isDatabasePath(_ relative: String) -> Bool {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard relative.hasSuffix(".db"), !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { return false }
-        return relative == "common.db" || userLocation(relative) != nil
-            || (parts.count == 3 && parts[0] == "storages" && parts[2] == "common.db") || parts[0] == "databases"
+        relative.hasSuffix(".db") && DataFolder.location(relativePath: relative) != nil
     }
 
     struct Summary {
@@ -122,7 +117,7 @@ struct Restore: ParsableCommand {
                 throw RunFailure("\(existing.count) of the \(chosen.count) databases to restore exist in \(root) (\(existing.prefix(3).joined(separator: ", "))\(existing.count > 3 ? ", …" : "")); nothing was restored: --force overwrites them")
             }
         }
-        let staging = root + "/shard/incoming"
+        let staging = DataFolder(root: root).incoming
         try files.createDirectory(atPath: staging, withIntermediateDirectories: true)
         final class Outcome: @unchecked Sendable {
             let lock = NSLock()
@@ -148,11 +143,11 @@ struct Restore: ParsableCommand {
                     let answer = try Replica.run(litestream, arguments)
                     if answer.status != 0 {
                         failure = "litestream restore: " + answer.errors.split(whereSeparator: \.isNewline).suffix(2).joined(separator: " ")
-                    } else if let problem = try ShardFiles.integrityProblem(of: staged, configuration: configuration) {
+                    } else if let problem = try Database.integrityProblem(of: staged, configuration: configuration) {
                         failure = "fails integrity_check: \(problem)"
                     } else {
                         size = ((try? files.attributesOfItem(atPath: staged))?[.size] as? NSNumber)?.int64Value ?? 0
-                        try ShardFiles.install(staged: staged, at: root + "/" + relative)
+                        try Database.install(staged: staged, at: root + "/" + relative)
                     }
                 } catch {
                     failure = "\(error)"

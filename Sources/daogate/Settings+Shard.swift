@@ -1,5 +1,5 @@
 import ArgumentParser
-import Gateway
+import Sharding
 
 extension Settings {
     /// The shard this server is (`--shard NAME --shard-map FILE`), its map read and checked; nil without one.

@@ -5,6 +5,7 @@ import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import Sharding
 import Synchronization
 import Testing
 

@@ -4,6 +4,7 @@ import DAOValue
 import Foundation
 import Gateway
 import HTTPTransport
+import Sharding
 import Testing
 
 /// Issue 13's shard side in process: the bucket function, the map file, and a shard refusing (421) what it does
@@ -117,16 +118,13 @@ import Testing
     }
 
     /// Every route of the table, with every method it takes, sent for a user of another shard's bucket: a 421
-    /// before anything is read or created, but for the routes that reach no user's space (the shard's own
-    /// reports and operations, the description; a transaction is checked by its calls). A route added later is
-    /// admitted too, with nothing to declare.
+    /// before anything is read or created, but for the routes whose declared space is none or the shard's own
+    /// (the shard's reports and operations, the description), or a transaction's first call (checked by its
+    /// calls). A route added later is admitted by the space it declares (`Route(…, space:)`).
     @Test func everyRouteReachingAUsersSpaceIsAdmittedByTheirBucket() throws {
         let fixture = try Self.shardFixture("a")
         let samples: [PathParameter: String] = [.module: "Messages", .method: "unreadCount", .space: "user", .kind: "memory",
                                                 .business: "biz", .cache: "c", .key: "k"]
-        let shardWide = ["/transaction", "/modules", "/healthz", "/openapi.json", "/events", "/admin/reload", "/admin/rekey", "/metrics",
-                         "/storage/usage", "/storages",
-                         "/", "/docs", "/docs/explorer.js", "/docs/explorer.css"]
         var checked = 0
         for route in Gateway.routes {
             let template = route.template.description
@@ -139,7 +137,7 @@ import Testing
             for method in route.methods where method != "HEAD" {
                 let reply = fixture.send(method, path, method == "GET" || method == "DELETE" ? nil : "{}",
                                          headers: [(Gateway.userHeader, "ann"), ("Authorization", "Bearer \(GatewayFixture.adminToken)")])
-                if shardWide.contains(template) || template.hasPrefix("/shard") {
+                if [.none, .shard, .firstCall].contains(route.space) {
                     #expect(reply.status != 421, "\(method) \(template): \(reply.text)")
                 } else {
                     #expect(reply.status == 421 && reply.code == "misdirected_request", "\(method) \(template): \(reply.status) \(reply.text)")
@@ -199,7 +197,7 @@ import Testing
         let (modules, errors) = ModuleLoader.loadDirectory(GatewayFixture.modulesDirectory)
         #expect(errors.isEmpty)
         let map = try ShardMap(json: Array(Self.mapJSON.utf8))
-        let generator = HAProxyConfiguration(map: map, modules: modules, listen: "127.0.0.1:8080", user: .header,
+        let generator = HAProxyConfiguration(map: map, routing: Gateway.shardRouting(modules: modules), listen: "127.0.0.1:8080", user: .header,
                                              directory: "/etc/haproxy/d", runtimeSocket: "/run/h.sock")
         let files = Dictionary(uniqueKeysWithValues: generator.files.map { ($0.name, $0.content) })
         let prefixes = try #require(files["common-prefixes.lst"]).split(separator: "\n")
@@ -209,5 +207,50 @@ import Testing
         let configuration = try #require(files["haproxy.cfg"])
         #expect(configuration.contains("req.fhdr(x-user-id)"))
         #expect(configuration.contains("use_backend %[var(txn.user),crc32,mod(2),map_int(/etc/haproxy/d/buckets.map,b)]"))
+    }
+
+    /// HAProxy's lists come from the routes' declared spaces: every route of a `{space}` sends its common form
+    /// to the common shard and its user form by the user, every route of a `{module}` a common module's paths
+    /// to the common shard and a user module's by the user; a route reaching no space is on neither list.
+    @Test func theHAProxyListsAreDerivedFromTheRouteTable() throws {
+        let (modules, errors) = ModuleLoader.loadDirectory(GatewayFixture.modulesDirectory)
+        #expect(errors.isEmpty)
+        let routing = Gateway.shardRouting(modules: modules)
+        func toCommonShard(_ path: String) -> Bool {
+            routing.commonPaths.contains(path) || routing.commonPrefixes.contains { path.hasPrefix($0) }
+        }
+        func sample(_ route: Route, _ values: [PathParameter: String]) -> String {
+            route.template.segments.map { segment in
+                switch segment {
+                case .literal(let text): "/" + text
+                case .parameter(let parameter): "/" + (values[parameter] ?? "x")
+                }
+            }.joined()
+        }
+        var checked = 0
+        for route in Gateway.routes {
+            for kind in ["memory", "disk"] {
+                let common = sample(route, [.space: "common", .kind: kind, .module: "Demo"])
+                let user = sample(route, [.space: "user", .kind: kind, .module: "Messages"])
+                switch route.space {
+                case .pathSpace, .module:
+                    #expect(toCommonShard(common), "\(route.template): \(common)")
+                    #expect(!toCommonShard(user), "\(route.template): \(user)")
+                    checked += 1
+                case .none, .shard, .caller, .callerOrQuery, .firstCall:
+                    #expect(!toCommonShard(common), "\(route.template): \(common)")
+                }
+            }
+        }
+        #expect(checked > 30)
+        #expect(routing.spaceHeaderPaths == Gateway.routes.filter { $0.space == .firstCall }.map(\.template.description))
+        #expect(routing.spaceQueryPaths == Gateway.routes.filter { $0.space == .callerOrQuery }.map(\.template.description))
+        // A common module's paths, whole and as prefixes.
+        #expect(routing.commonPaths.contains("/modules/Demo") && routing.commonPrefixes.contains("/dao/Demo/"))
+        let configuration = HAProxyConfiguration(map: try ShardMap(json: Array(Self.mapJSON.utf8)), routing: routing, listen: "127.0.0.1:8080",
+                                                 user: .header, directory: "/d", runtimeSocket: "/s").configuration
+        #expect(configuration.contains("    acl transaction path /transaction\n    acl space_common req.hdr(x-space) -m str common\n"
+            + "    acl changes path /changes\n    acl changes_common urlp(space) -m str common\n"))
+        #expect(configuration.contains("    use_backend b if transaction space_common\n    use_backend b if changes changes_common\n"))
     }
 }

@@ -1,10 +1,10 @@
 import DAOEngine
 import Foundation
-@testable import Gateway
+@testable import DAOSQLite
 import Synchronization
 import Testing
 
-/// `ShardFiles.consistentCopy` (bucket moves, `daogate backup`) of a users'
+/// `Database.consistentCopy` (bucket moves, `daogate backup`) of a users'
 /// file that its server writes without file locks: every copy is a commit's
 /// state, never half of one.
 @Suite struct ConsistentCopyTests {
@@ -48,8 +48,8 @@ import Testing
         while round < 12 || (commits.load(ordering: .relaxed) < 30 && round < 2_000) {
             round += 1
             let copy = folder + "/copies/\(round).db"
-            try ShardFiles.consistentCopy(of: path, to: copy, configuration: configuration)
-            #expect(try ShardFiles.integrityProblem(of: copy, configuration: configuration) == nil)
+            try Database.consistentCopy(of: path, to: copy, configuration: configuration)
+            #expect(try Database.integrityProblem(of: copy, configuration: configuration) == nil)
             let database = try Database(path: copy, readOnly: true, configuration: configuration)
             defer { database.close() }
             let statement = try database.makeStatement("select (select sum(v) from a), (select sum(v) from b), (select count(*) from a)")
@@ -82,7 +82,7 @@ import Testing
         }
 
         var copies = 0
-        try ShardFiles.consistentCopy(of: path, to: folder + "/crossed.db", configuration: configuration, patience: .seconds(10)) {
+        try Database.consistentCopy(of: path, to: folder + "/crossed.db", configuration: configuration, patience: .seconds(10)) {
             copies += 1
             if copies == 1 { try pool.write { db in try db.execute("update t set v = 1 where id = 1") } }
         }
@@ -90,15 +90,15 @@ import Testing
         #expect(try copied(folder + "/crossed.db") == 1)
 
         copies = 0
-        try ShardFiles.consistentCopy(of: path, to: folder + "/quiet.db", configuration: configuration, patience: .seconds(10)) {
+        try Database.consistentCopy(of: path, to: folder + "/quiet.db", configuration: configuration, patience: .seconds(10)) {
             copies += 1
         }
         #expect(copies == 1)
         #expect(try copied(folder + "/quiet.db") == 1)
 
         // A writer that never stops crossing copies: no copy is kept, and the error says why.
-        #expect(throws: ShardClientError.self) {
-            try ShardFiles.consistentCopy(of: path, to: folder + "/busy.db", configuration: configuration, patience: .milliseconds(200)) {
+        #expect(throws: DatabaseFileError.self) {
+            try Database.consistentCopy(of: path, to: folder + "/busy.db", configuration: configuration, patience: .milliseconds(200)) {
                 try pool.write { db in try db.execute("update t set v = v + 1 where id = 1") }
             }
         }

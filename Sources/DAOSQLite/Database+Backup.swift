@@ -1,10 +1,17 @@
-import DAOEngine
 import DAOValue
 import Foundation
 
-/// Consistent copies of SQLite files while they serve, and their checked installation: what a bucket move and
-/// `daogate backup` are made of.
-public enum ShardFiles {
+/// A file operation that did not complete: a copy that never found a quiet moment, a staged file that fails
+/// its checks, a rename refused.
+public struct DatabaseFileError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Database files as wholes, while they serve (GRDB's `Database+Backup.swift`): consistent copies, integrity
+/// checks, and the checked installation of a file's bytes. What a bucket move, `daogate backup` and
+/// `daogate restore` are made of.
+extension Database {
     /// Copies a database as of one moment, with `VACUUM INTO` on a read-only connection of its own: a
     /// snapshot of the last commit (WAL included), taken while others read and write. `destination` is
     /// replaced if it exists; its folders are made.
@@ -51,7 +58,7 @@ public enum ShardFiles {
                 }
             }
             guard ContinuousClock.now < deadline else {
-                throw copyError ?? ShardClientError("\((path as NSString).lastPathComponent) was written throughout \(patience): no consistent copy")
+                throw copyError ?? DatabaseFileError("\((path as NSString).lastPathComponent) was written throughout \(patience): no consistent copy")
             }
             Thread.sleep(forTimeInterval: 0.002)
         }
@@ -99,7 +106,7 @@ public enum ShardFiles {
         do {
             try Data(bytes).write(to: URL(fileURLWithPath: staged))
             if let problem = try integrityProblem(of: staged, configuration: configuration) {
-                throw ShardClientError("the copy of \(name) fails integrity_check: \(problem)")
+                throw DatabaseFileError("the copy of \(name) fails integrity_check: \(problem)")
             }
             let database = try Database(path: staged, readOnly: true, configuration: configuration)
             defer { database.close() }
@@ -118,12 +125,12 @@ public enum ShardFiles {
         for suffix in ["-wal", "-shm", "-journal"] where files.fileExists(atPath: path + suffix) {
             try files.removeItem(atPath: path + suffix)
         }
-        guard rename(staged, path) == 0 else { throw ShardClientError("cannot rename the staged copy to \(path): errno \(errno)") }
+        guard rename(staged, path) == 0 else { throw DatabaseFileError("cannot rename the staged copy to \(path): errno \(errno)") }
     }
 
     /// The schema objects of a database (`sqlite_schema`): type, name, table, and whether it is a virtual table.
-    public static func schemaObjects(_ database: Database) throws -> [(type: String, name: String, table: String, isVirtual: Bool)] {
-        let statement = try database.makeStatement("select type, name, tbl_name, coalesce(sql, '') from sqlite_schema")
+    public func schemaObjects() throws -> [(type: String, name: String, table: String, isVirtual: Bool)] {
+        let statement = try makeStatement("select type, name, tbl_name, coalesce(sql, '') from sqlite_schema")
         var objects: [(type: String, name: String, table: String, isVirtual: Bool)] = []
         while try statement.step() {
             let sql = statement.string(at: 3).uppercased()
@@ -131,15 +138,5 @@ public enum ShardFiles {
                             sql.hasPrefix("CREATE VIRTUAL TABLE")))
         }
         return objects
-    }
-
-    /// The tables `TableVersions` records, with the module that made each ("" when none is recorded).
-    public static func recordedTables(_ database: Database) throws -> [String: String] {
-        let exists = try database.makeStatement("select 1 from sqlite_schema where type = 'table' and name = 'TableVersions'")
-        guard try exists.step() else { return [:] }
-        let statement = try database.makeStatement("select tableName, coalesce(module, '') from TableVersions")
-        var tables: [String: String] = [:]
-        while try statement.step() { tables[statement.string(at: 0).lowercased()] = statement.string(at: 1) }
-        return tables
     }
 }

@@ -1,5 +1,30 @@
+import DAOEngine
 import Foundation
 import Synchronization
+
+/// Where a request's data lives, as HAProxy routes it (`daogate haproxy-config`) and a shard admits it.
+public enum ShardSpace: Equatable, Sendable {
+    /// No storage, or the shard's own (health, the description, the module list, admin reports).
+    case anywhere
+    /// The common space: common modules, bound files, `/kv/common`, common caches, a user-less purge or reset.
+    case common
+    /// A user's space.
+    case user(String)
+}
+
+/// Why a shard refused a freeze.
+public enum ShardError: Error, Sendable, CustomStringConvertible {
+    /// The freeze marker could not be written.
+    case storageFailed(String)
+    /// Writes in flight did not finish in time; the bucket stays frozen.
+    case busy(String)
+
+    public var description: String {
+        switch self {
+        case .storageFailed(let detail), .busy(let detail): detail
+        }
+    }
+}
 
 /// One shard of a sharded deployment (`daogate serve --shard NAME --shard-map FILE`):
 /// which buckets it owns (the map, read at start and on `POST /shard/reload`),
@@ -14,7 +39,7 @@ public final class Shard: Sendable {
     public let name: String
     public let mapPath: String
     /// The data folder (freeze markers, archives, imports in progress).
-    let dataDirectory: String
+    public let dataFolder: DataFolder
 
     /// How long a bucket this shard gave away (in a reload) is answered 503 `bucket_moving` with `Retry-After`
     /// rather than 421: a request HAProxy routed here just before its map changed, and still queued when this
@@ -38,12 +63,11 @@ public final class Shard: Sendable {
         }
         self.name = name
         self.mapPath = mapPath
-        self.dataDirectory = dataDirectory
+        self.dataFolder = DataFolder(root: dataDirectory)
         self.handoverGrace = handoverGrace
         var frozen = Set<Int>()
-        for file in (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory + "/shard")) ?? []
-        where file.hasPrefix("frozen-") {
-            if let bucket = Int(file.dropFirst(7)) { frozen.insert(bucket) }
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: dataFolder.shardState)) ?? [] {
+            if let bucket = DataFolder.frozenBucket(marker: file) { frozen.insert(bucket) }
         }
         state = Mutex(State(map: map, frozen: frozen))
     }
@@ -69,7 +93,7 @@ public final class Shard: Sendable {
     }
 
     /// What the shard does with a request for a bucket.
-    enum Admission: Equatable {
+    public enum Admission: Equatable, Sendable {
         /// Served; a write is counted in flight until `finish`.
         case admitted
         /// Another shard owns the bucket (421).
@@ -78,6 +102,18 @@ public final class Shard: Sendable {
         case handedOver(owner: String, epoch: Int64)
         /// A write to a bucket being moved (503).
         case frozen
+    }
+
+    /// Admits a request for a space: its bucket (nil for the common space and anywhere) and what the shard
+    /// does with it. An admitted write is counted in flight until `finish(bucket:)`.
+    public func admit(_ space: ShardSpace, write: Bool) -> (bucket: Int?, admission: Admission) {
+        switch space {
+        case .anywhere: return (nil, .admitted)
+        case .common: return (nil, admitCommon())
+        case .user(let user):
+            let bucket = ShardMap.bucket(of: user, buckets: map.buckets)
+            return (bucket, admit(bucket: bucket, write: write))
+        }
     }
 
     func admit(bucket: Int, write: Bool) -> Admission {
@@ -96,7 +132,7 @@ public final class Shard: Sendable {
     }
 
     /// The end of an admitted write.
-    func finish(bucket: Int) {
+    public func finish(bucket: Int) {
         state.withLock { state in
             state.writes[bucket, default: 1] -= 1
             if state.writes[bucket] == 0 { state.writes[bucket] = nil }
@@ -110,36 +146,34 @@ public final class Shard: Sendable {
         }
     }
 
-    private func markerPath(_ bucket: Int) -> String { dataDirectory + "/shard/frozen-\(bucket)" }
+    private func markerPath(_ bucket: Int) -> String { dataFolder.freezeMarker(bucket: bucket) }
 
     /// Freezes a bucket's writes (kept on disk) and waits until those in flight are done.
-    func freeze(_ bucket: Int, timeout: Duration) throws(Problem) {
+    public func freeze(_ bucket: Int, timeout: Duration) throws(ShardError) {
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory + "/shard", withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: markerPath(bucket), contents: Data()) else {
-                throw Problem(.storageFailed, "cannot write \(markerPath(bucket))")
-            }
-        } catch let problem as Problem {
-            throw problem
+            try FileManager.default.createDirectory(atPath: dataFolder.shardState, withIntermediateDirectories: true)
         } catch {
-            throw Problem(.storageFailed, "cannot write \(markerPath(bucket)): \(error.localizedDescription)")
+            throw .storageFailed("cannot write \(markerPath(bucket)): \(error.localizedDescription)")
+        }
+        guard FileManager.default.createFile(atPath: markerPath(bucket), contents: Data()) else {
+            throw .storageFailed("cannot write \(markerPath(bucket))")
         }
         state.withLock { _ = $0.frozen.insert(bucket) }
         let deadline = ContinuousClock.now + timeout
         while state.withLock({ $0.writes[bucket] ?? 0 }) > 0 {
             guard ContinuousClock.now < deadline else {
-                throw Problem(.busy, "writes to bucket \(bucket) did not finish within \(timeout); the bucket stays frozen, try again")
+                throw .busy("writes to bucket \(bucket) did not finish within \(timeout); the bucket stays frozen, try again")
             }
             Thread.sleep(forTimeInterval: 0.002)
         }
     }
 
     /// Lets a bucket's writes in again (a move abandoned, or done).
-    func unfreeze(_ bucket: Int) {
+    public func unfreeze(_ bucket: Int) {
         try? FileManager.default.removeItem(atPath: markerPath(bucket))
         state.withLock { _ = $0.frozen.remove(bucket) }
     }
 
-    func isFrozen(_ bucket: Int) -> Bool { state.withLock { $0.frozen.contains(bucket) } }
-    var frozenBuckets: [Int] { state.withLock { $0.frozen.sorted() } }
+    public func isFrozen(_ bucket: Int) -> Bool { state.withLock { $0.frozen.contains(bucket) } }
+    public var frozenBuckets: [Int] { state.withLock { $0.frozen.sorted() } }
 }

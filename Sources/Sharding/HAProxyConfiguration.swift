@@ -1,11 +1,31 @@
-import DAODialect
+/// What HAProxy sends to the common shard rather than by the user's bucket: derived from the space each route
+/// declares and from the modules (`Gateway.shardRouting`), the same declarations a shard admits requests by.
+public struct ShardRouting: Sendable, Equatable {
+    /// Paths of the common space, whole (still percent-encoded, as HAProxy sees them; a path spelled otherwise
+    /// reaches a user's shard, which answers 421).
+    public var commonPaths: [String]
+    /// Prefixes of the common space's paths.
+    public var commonPrefixes: [String]
+    /// Paths whose space the `X-Space` header names (`/transaction`): common with `X-Space: common`.
+    public var spaceHeaderPaths: [String]
+    /// Paths whose space the `space` query parameter names (`/changes`): common with `?space=common`.
+    public var spaceQueryPaths: [String]
 
-/// The HAProxy configuration of a sharded deployment, generated from the modules and the shard map (as the
-/// OpenAPI document is generated from the modules), so the proxy routes exactly as the shards check:
+    public init(commonPaths: [String], commonPrefixes: [String], spaceHeaderPaths: [String], spaceQueryPaths: [String]) {
+        self.commonPaths = commonPaths
+        self.commonPrefixes = commonPrefixes
+        self.spaceHeaderPaths = spaceHeaderPaths
+        self.spaceQueryPaths = spaceQueryPaths
+    }
+}
+
+/// The HAProxy configuration of a sharded deployment, generated from the routes' spaces, the modules and the
+/// shard map (as the OpenAPI document is generated from the routes and modules), so the proxy routes exactly
+/// as the shards check:
 ///
-/// - the common space (a common module's `/dao/M/…` and `/modules/M…`, `/kv/common/…`, the common caches,
-///   `/transaction` with `X-Space: common`, `/changes?space=common`, and any request without a user) goes to
-///   the map's common shard;
+/// - the common space (`ShardRouting`: a common module's `/dao/M/…` and `/modules/M…`, `/kv/common/…`, the
+///   common caches, `/transaction` with `X-Space: common`, `/changes?space=common`), and any request without
+///   a user, goes to the map's common shard;
 /// - anything else goes by its user's bucket, `crc32(user) mod B`, looked up in `buckets.map` (kept current by
 ///   `set map` on the runtime socket during a move, without a reload).
 ///
@@ -20,7 +40,8 @@ public struct HAProxyConfiguration {
     }
 
     public var map: ShardMap
-    public var modules: [Module]
+    /// What goes to the common shard (`Gateway.shardRouting`).
+    public var routing: ShardRouting
     /// Where HAProxy listens, `host:port` (`bind`).
     public var listen: String
     public var user: UserSource
@@ -31,9 +52,9 @@ public struct HAProxyConfiguration {
     /// Connections HAProxy opens to one shard at most: below the shard's `--max-connections-per-address`.
     public var serverConnections = 100
 
-    public init(map: ShardMap, modules: [Module], listen: String, user: UserSource, directory: String, runtimeSocket: String) {
+    public init(map: ShardMap, routing: ShardRouting, listen: String, user: UserSource, directory: String, runtimeSocket: String) {
         self.map = map
-        self.modules = modules
+        self.routing = routing
         self.listen = listen
         self.user = user
         self.directory = directory
@@ -42,8 +63,9 @@ public struct HAProxyConfiguration {
 
     /// The file names and their contents, all to be written in `directory`.
     public var files: [(name: String, content: String)] {
-        [("haproxy.cfg", configuration), ("buckets.map", Self.bucketsMap(map)), ("common-paths.lst", commonPaths.exact),
-         ("common-prefixes.lst", commonPaths.prefixes), ("unavailable.http", Self.unavailablePage)]
+        [("haproxy.cfg", configuration), ("buckets.map", Self.bucketsMap(map)),
+         ("common-paths.lst", Self.list(routing.commonPaths)), ("common-prefixes.lst", Self.list(routing.commonPrefixes)),
+         ("unavailable.http", Self.unavailablePage)]
     }
 
     /// The HAProxy map of bucket → shard (a `map_int` file).
@@ -52,17 +74,8 @@ public struct HAProxyConfiguration {
             + map.owners.enumerated().map { "\($0.offset) \($0.element)\n" }.joined()
     }
 
-    /// The common space's paths as HAProxy sees them (still percent-encoded; a path spelled otherwise reaches a
-    /// user's shard, which answers 421): exact paths, and prefixes.
-    var commonPaths: (exact: String, prefixes: String) {
-        var exact = ["/lru/memory/common", "/lru/disk/common"]
-        var prefixes = ["/kv/common/", "/lru/memory/common/", "/lru/disk/common/"]
-        for module in modules.sorted(by: { $0.name < $1.name }) where !(module.userDependent && module.database == nil) {
-            exact.append("/modules/\(module.name)")
-            prefixes += ["/dao/\(module.name)/", "/modules/\(module.name)/"]
-        }
-        return (exact.map { $0 + "\n" }.joined(), prefixes.map { $0 + "\n" }.joined())
-    }
+    /// A list file: one line each.
+    static func list(_ lines: [String]) -> String { lines.map { $0 + "\n" }.joined() }
 
     /// What a client gets when its shard is down (or died with its request in flight: whether that write
     /// happened is then unknown, as with any lost connection).
@@ -110,13 +123,18 @@ public struct HAProxyConfiguration {
             "    acl has_user var(txn.user) -m found",
             "    acl common_path path -f \(directory)/common-paths.lst",
             "    acl common_prefix path_beg -f \(directory)/common-prefixes.lst",
-            "    acl transaction path /transaction",
-            "    acl space_common req.hdr(x-space) -m str common",
-            "    acl changes path /changes",
-            "    acl changes_common urlp(space) -m str common",
-            "    use_backend \(map.common) if common_path || common_prefix",
-            "    use_backend \(map.common) if transaction space_common",
-            "    use_backend \(map.common) if changes changes_common",
+        ]
+        // A path's ACL is named by the path (`/transaction` → `transaction`).
+        func acl(_ path: String) -> String { path.dropFirst().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined() }
+        lines += routing.spaceHeaderPaths.map { "    acl \(acl($0)) path \($0)" }
+        if !routing.spaceHeaderPaths.isEmpty { lines.append("    acl space_common req.hdr(x-space) -m str common") }
+        for path in routing.spaceQueryPaths {
+            lines += ["    acl \(acl(path)) path \(path)", "    acl \(acl(path))_common urlp(space) -m str common"]
+        }
+        lines.append("    use_backend \(map.common) if common_path || common_prefix")
+        lines += routing.spaceHeaderPaths.map { "    use_backend \(map.common) if \(acl($0)) space_common" }
+        lines += routing.spaceQueryPaths.map { "    use_backend \(map.common) if \(acl($0)) \(acl($0))_common" }
+        lines += [
             "    use_backend \(map.common) if !has_user",
             "    use_backend %[var(txn.user),crc32,mod(\(map.buckets)),map_int(\(directory)/buckets.map,\(map.common))]",
             "    default_backend \(map.common)",

@@ -542,6 +542,8 @@ def cluster(work):
 
 def main():
     began = time.time()
+    # Tests/Replication/run's timeout sends SIGTERM: stop the servers, Litestreams, HAProxy and rclone on the way out.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(f"replication: stopped by signal {number}"))
     for program in (BINARY, LITESTREAM, RCLONE):
         if not os.path.exists(program):
             raise SystemExit(f"no {program}")

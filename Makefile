@@ -8,13 +8,21 @@
 
 SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libre2-dev pkg-config
+TEST_APT_PACKAGES = haproxy
 
-.PHONY: deps build release test serve bench docs clean
+.PHONY: deps test-deps apt-install build release test serve bench docs clean
 
 # Installs the C libraries' -dev packages when they are missing (needs root on
 # a fresh Debian machine; a no-op where they are installed).
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+# What the tests run beside the server (ShardTests checks generated configurations with `haproxy -c`).
+test-deps:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(TEST_APT_PACKAGES)"
+
+apt-install:
+	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -36,7 +44,7 @@ release: deps
 # build --strict, mkdocs from PyPI into .venv), and the API explorer in a real
 # browser (Tests/Browser/run: chromium and chromium-driver from Debian,
 # Selenium from PyPI into .venv).
-test: deps
+test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	Tests/Clients/run

@@ -139,14 +139,29 @@ public struct HAProxyConfiguration {
             "    use_backend %[var(txn.user),crc32,mod(\(map.buckets)),map_int(\(directory)/buckets.map,\(map.common))]",
             "    default_backend \(map.common)",
         ]
+        // A shard named by a host name (a container's, on its network) may come back at another address: HAProxy
+        // resolves it again at run time through the system's resolvers instead of only when it starts.
+        let named = map.shards.values.contains { Self.isHostName($0) }
+        if named {
+            lines += ["", "resolvers system", "    parse-resolv-conf", "    hold valid 1s", "    hold obsolete 5s"]
+        }
         for name in map.shards.keys.sorted() {
+            let address = map.shards[name]!
+            let resolution = Self.isHostName(address) ? " resolvers system init-addr last,libc,none" : ""
             lines += [
                 "",
                 "backend \(name)",
                 "    option httpchk GET /healthz",
-                "    server \(name) \(map.shards[name]!) check inter 1s fall 2 rise 1 maxconn \(serverConnections)",
+                "    server \(name) \(address) check inter 1s fall 2 rise 1 maxconn \(serverConnections)\(resolution)",
             ]
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Whether a shard's `host:port` names its host rather than giving an IPv4 or a bracketed IPv6 address.
+    static func isHostName(_ address: String) -> Bool {
+        let host = address.split(separator: ":", omittingEmptySubsequences: false).dropLast().joined(separator: ":")
+        if host.hasPrefix("[") { return false }
+        return !host.isEmpty && !host.allSatisfy { $0 == "." || $0.isASCII && $0.isNumber }
     }
 }

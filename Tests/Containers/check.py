@@ -457,7 +457,7 @@ def compose(work, env):
                                   f"{len(expected)} users all there")
     print("compose:", figures["compose restore"], flush=True)
 
-    # shard-a back (HAProxy reloaded for its new address): its users answer through HAProxy again, every
+    # shard-a back (HAProxy resolves its new address by itself, no reload): its users answer through HAProxy again, every
     # acknowledged write read back.
     block("compose-start", work, env)
     deadline = time.time() + 60

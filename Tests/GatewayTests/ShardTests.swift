@@ -209,6 +209,43 @@ import Testing
         #expect(configuration.contains("use_backend %[var(txn.user),crc32,mod(2),map_int(/etc/haproxy/d/buckets.map,b)]"))
     }
 
+    /// A shard named by a host name (compose's `shard-a:8080`) comes back at another address after a restart:
+    /// HAProxy resolves it again at run time (a `resolvers` section, `init-addr` so that an unresolvable name
+    /// does not stop HAProxy's start), and real HAProxy accepts the configuration. Addresses given as IPs
+    /// (IPv4, bracketed IPv6) are left as they were.
+    @Test func shardsNamedByHostAreResolvedAgainAtRunTime() throws {
+        let json = #"{"epoch": 1, "buckets": 2, "common": "b", "shards": {"a": "shard-a.invalid:8080", "b": "127.0.0.1:2", "c": "[::1]:3"}, "ranges": [[0, 0, "a"], [1, 1, "b"]]}"#
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-resolvers-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let generator = HAProxyConfiguration(map: try ShardMap(json: Array(json.utf8)), routing: Gateway.shardRouting(modules: []),
+                                             listen: "127.0.0.1:8080", user: .header, directory: folder.path,
+                                             runtimeSocket: folder.appendingPathComponent("h.sock").path)
+        for file in generator.files {
+            try Data(file.content.utf8).write(to: folder.appendingPathComponent(file.name))
+        }
+        let configuration = generator.configuration
+        #expect(configuration.contains("resolvers system\n    parse-resolv-conf\n"))
+        #expect(configuration.contains("server a shard-a.invalid:8080 check inter 1s fall 2 rise 1 maxconn 64 resolvers system init-addr last,libc,none\n")
+            || configuration.contains("server a shard-a.invalid:8080 check") && configuration.contains("resolvers system init-addr last,libc,none"))
+        #expect(!configuration.contains("server b 127.0.0.1:2 check inter 1s fall 2 rise 1 maxconn 64 resolvers"))
+        #expect(configuration.split(separator: "\n").filter { $0.contains("init-addr") }.count == 1)
+        let ipOnly = HAProxyConfiguration(map: try ShardMap(json: Array(Self.mapJSON.utf8)), routing: Gateway.shardRouting(modules: []),
+                                          listen: "127.0.0.1:8080", user: .header, directory: "/d", runtimeSocket: "/s").configuration
+        #expect(!ipOnly.contains("resolvers"))
+        // HAProxy itself checks the configuration (`-c`): the section and the server options are its own.
+        let haproxy = Process()
+        haproxy.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        haproxy.arguments = ["haproxy", "-c", "-f", folder.appendingPathComponent("haproxy.cfg").path]
+        let output = Pipe()
+        haproxy.standardOutput = output
+        haproxy.standardError = output
+        try haproxy.run()
+        haproxy.waitUntilExit()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(haproxy.terminationStatus == 0, "haproxy -c: \(said)")
+    }
+
     /// HAProxy's lists come from the routes' declared spaces: every route of a `{space}` sends its common form
     /// to the common shard and its user form by the user, every route of a `{module}` a common module's paths
     /// to the common shard and a user module's by the user; a route reaching no space is on neither list.

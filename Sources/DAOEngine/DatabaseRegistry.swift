@@ -106,6 +106,8 @@ final class DatabaseRegistry: Sendable {
         var closed = false
         /// Scopes being reset: their databases may not open.
         var fences: [ResetScope] = []
+        /// Files being opened outside the lock: another call to one waits for it instead of opening a second pool.
+        var opening: Set<StorageLocation> = []
     }
 
     /// Files whose readiness is remembered at most (some hundred bytes each:
@@ -222,6 +224,11 @@ final class DatabaseRegistry: Sendable {
             switch acquired {
             case .entry(let entry): return entry
             case .absent: return nil
+            case .opening:
+                // Another call is opening this file (a fraction of a millisecond): its entry is there next time.
+                usleep(50)
+                acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
+                continue
             case .fenced: break
             }
             let now = ContinuousClock.now
@@ -234,37 +241,61 @@ final class DatabaseRegistry: Sendable {
         }
     }
 
-    private enum Acquired { case entry(Entry), fenced, absent }
+    private enum Acquired { case entry(Entry), fenced, absent, opening }
 
+    /// A lease of the location's open file; else the file opened, outside the registry's lock (an open costs
+    /// some hundred microseconds, which every other call would wait out under it), the location marked as
+    /// being opened meanwhile so that a second call waits for this one's pool instead of making another.
     private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Acquired {
-        var evicted: [OpenDatabase] = []
-        var didOpen = false
-        let result: Result<Acquired, EngineError> = state.withLock { state in
+        let claim: Result<Acquired?, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
             if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(.fenced) }
             if let entry = state.files.lease(location) { return .success(.entry(entry)) }
-            if !creating && !FileManager.default.fileExists(atPath: path(of: location)) { return .success(.absent) }
-            // Opened under the lock, so that one file never gets two pools (two writers).
+            if state.opening.contains(location) { return .success(.opening) }
+            state.opening.insert(location)
+            return .success(nil)
+        }
+        if let acquired = try claim.get() { return acquired }
+
+        var pool: DatabasePool?
+        var failure: EngineError?
+        if creating || FileManager.default.fileExists(atPath: path(of: location)) {
             do throws(SQLiteError) {
-                let pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location),
-                                            share: quotas.share(for: location))
-                let readiness = state.readiness[location] ?? {
-                    if state.readiness.count >= Self.rememberedLimit { state.readiness.removeAll() }
-                    let made = TableReadiness()
-                    state.readiness[location] = made
-                    return made
-                }()
-                let entry = state.files.insert(location, OpenDatabase(location: location, pool: pool, readiness: readiness),
-                                               cost: pool.resourceCost)
-                evicted = Self.makeRoom(&state.files)
-                didOpen = true
-                return .success(.entry(entry))
+                pool = try DatabasePool(path: path(of: location), configuration: configuration(for: location),
+                                        share: quotas.share(for: location))
             } catch {
-                return .failure(EngineError(storage: error, "cannot open the database (\(location)): \(error.message)"))
+                failure = EngineError(storage: error, "cannot open the database (\(location)): \(error.message)")
             }
         }
+        var evicted: [OpenDatabase] = []
+        var unused: DatabasePool?
+        let result: Result<Acquired, EngineError> = state.withLock { state in
+            state.opening.remove(location)
+            if let failure { return .failure(failure) }
+            guard let pool else { return .success(.absent) }
+            if state.closed {
+                unused = pool
+                return .failure(EngineError(.storageFailed, "the engine is shut down"))
+            }
+            // A reset that began meanwhile waited for this open (`exclusively`); its files are not to be opened.
+            if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) {
+                unused = pool
+                return .success(.fenced)
+            }
+            let readiness = state.readiness[location] ?? {
+                if state.readiness.count >= Self.rememberedLimit { state.readiness.removeAll() }
+                let made = TableReadiness()
+                state.readiness[location] = made
+                return made
+            }()
+            let entry = state.files.insert(location, OpenDatabase(location: location, pool: pool, readiness: readiness),
+                                           cost: pool.resourceCost)
+            evicted = Self.makeRoom(&state.files)
+            return .success(.entry(entry))
+        }
+        unused?.close()
         for database in evicted { database.pool.close() }
-        opened = didOpen
+        if case .success(.entry) = result { opened = true }
         return try result.get()
     }
 
@@ -371,7 +402,8 @@ final class DatabaseRegistry: Sendable {
         while true {
             let closing: [OpenDatabase]? = state.withLock { state in
                 let inScope = state.files.entries.filter { scope.contains($0.key) }
-                guard inScope.allSatisfy({ $0.value.leases == 0 }) else { return nil }
+                guard inScope.allSatisfy({ $0.value.leases == 0 }),
+                      !state.opening.contains(where: { scope.contains($0) }) else { return nil }
                 for location in inScope.keys { state.files.remove(location) }
                 state.readiness = state.readiness.filter { !scope.contains($0.key) }
                 return inScope.values.map(\.value)

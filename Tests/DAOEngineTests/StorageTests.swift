@@ -192,6 +192,31 @@ import Testing
         }
     }
 
+    /// A file is opened outside the registry's lock: first calls that reach one file at once wait for the one
+    /// open under way instead of opening a second pool (a second writer), so every write lands in one file,
+    /// and the file is open once.
+    @Test func firstCallsToOneFileAtOnceShareOneOpen() throws {
+        let engine = try fixture.engine([fixture.module(Self.perUser)])
+        let threads = 8
+        for round in 0..<5 {
+            let user = "same\(round)"
+            DispatchQueue.concurrentPerform(iterations: threads) { worker in
+                do {
+                    try engine.write("Diary", "write", #"["\#(worker)"]"#, user: user)
+                } catch {
+                    Issue.record(error)
+                }
+            }
+            let entries = try engine.value("Diary", "read", user: user)
+            if case .array(let list) = entries {
+                #expect(Set(list) == Set((0..<threads).map { Value.string("\($0)") }), "round \(round)")
+            } else {
+                Issue.record("\(entries)")
+            }
+            #expect(engine.openDatabaseCount == round + 1)
+        }
+    }
+
     /// Past three quarters of the byte budget, files going idle give their
     /// cached pages back instead of being closed: twenty users whose files
     /// with their pages (about 52 kB each as estimated) would not fit in 850,000 bytes

@@ -1,10 +1,14 @@
 -- POST /dao/UserItems/getItem as every user in turn: with T threads (WRK_THREADS,
 -- default 2, as wrk -t), thread k reads as users k+1, k+1+T, k+1+2T, … of USERS
 -- (default 10000), so the threads together touch every user once before any
--- twice. At the end it prints "touched N of USERS users".
+-- twice. MODE=write writes each user's row 1 instead (putItem [1, "row 1"]).
+-- ONCE=1 stops each thread once its users have all been answered (the -d
+-- duration is then an upper bound). At the end it prints "touched N of USERS users".
 wrk.method = "POST"
 local users = tonumber(os.getenv("USERS") or "10000")
 local count = tonumber(os.getenv("WRK_THREADS") or "2")
+local write = os.getenv("MODE") == "write"
+local once = os.getenv("ONCE") == "1"
 local headers = {["Content-Type"] = "application/json"}
 local threads = {}
 function setup(thread)
@@ -13,10 +17,21 @@ function setup(thread)
 end
 function init(args)
   sent = 0
+  answered = 0
+  mine = math.floor((users - index + count - 1) / count)
+end
+if once then
+  response = function(status, headers, body)
+    answered = answered + 1
+    if answered >= mine then wrk.thread:stop() end
+  end
 end
 request = function()
   headers["X-User-Id"] = "u" .. ((sent * count + index) % users + 1)
   sent = sent + 1
+  if write then
+    return wrk.format(nil, "/dao/UserItems/putItem", headers, '[1, "row 1"]')
+  end
   return wrk.format(nil, "/dao/UserItems/getItem", headers, "[1]")
 end
 function done(summary, latency, requests)

@@ -36,16 +36,27 @@ public final class OpenDatabase: Sendable {
         readiness.readyModuleTables.withLock { $0[TableReadiness.ModuleTable(module: module, table: table)] == version }
     }
 
-    func markReady(module: String, table: String, version: Version) {
-        readiness.readyModuleTables.withLock { $0[TableReadiness.ModuleTable(module: module, table: table)] = version }
+    /// Records a module's table as brought to `version`, unless a table was
+    /// dropped since `drops` was read (`TableReadiness.drops`): it is recorded
+    /// after the writer that readied it is released, and a drop in between
+    /// may have been this one.
+    func markReady(module: String, table: String, version: Version, unlessDroppedSince drops: Int) {
+        readiness.readyModuleTables.withLock { tables in
+            guard readiness.drops.load(ordering: .sequentiallyConsistent) == drops else { return }
+            tables[TableReadiness.ModuleTable(module: module, table: table)] = version
+        }
     }
 
     /// Forgets that a module's table is ready: called under the writer by
     /// whatever drops it, so that the next call, which checks under the
-    /// writer or after a failed read, creates it again.
+    /// writer or after a failed read, creates it again. The count of drops
+    /// moves under the same lock as the tables, so that a `markReady` after
+    /// it sees it.
     func forget(module: String, table: String) {
-        _ = readiness.readyModuleTables.withLock { $0.removeValue(forKey: TableReadiness.ModuleTable(module: module, table: table)) }
-        readiness.drops.add(1, ordering: .sequentiallyConsistent)
+        readiness.readyModuleTables.withLock { tables in
+            tables.removeValue(forKey: TableReadiness.ModuleTable(module: module, table: table))
+            readiness.drops.add(1, ordering: .sequentiallyConsistent)
+        }
     }
 
 }

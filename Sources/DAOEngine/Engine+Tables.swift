@@ -53,25 +53,53 @@ extension Engine {
     /// calls wait on the writer.
     func prepareTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase) throws(EngineError) {
         if database.isReady(module: module.name, table: table.name, version: module.version) { return }
-        var events: [TableEvent] = []
-        defer { emit(events) }
+        var readied = Readied()
+        defer { publish(readied, in: database) }
         try withWriter(database, allOrNothing: true) { db throws(EngineError) in
-            events = try readyTable(module, table, in: database, on: db)
+            try readyTable(module, table, in: database, on: db, into: &readied)
         }
+    }
+
+    /// What readying tables under the writer leaves for after its release:
+    /// the events to report, and the tables to record as ready.
+    ///
+    /// A table is recorded as ready only once the writer is released, never
+    /// under it: a call that finds it ready skips the check and may read on
+    /// a reader, and a reader's snapshot is renewed only after the write
+    /// that holds the writer ends (`DatabasePool.read`). Recorded earlier,
+    /// a call of a reloaded module set could read, in a snapshot taken
+    /// before the upgrade, the table without its new columns.
+    struct Readied {
+        var events: [TableEvent] = []
+        var tables: [(module: String, table: String, version: Version, drops: Int)] = []
+        /// `migrateTableVersions` ran.
+        var tableVersionsMigrated = false
     }
 
     /// `prepareTable` for a caller that holds the writer, as a write does: a
     /// table dropped under the writer (`deleteTable`) is then either dropped
-    /// before this call is ready, and created again, or after it ran.
-    /// Returns the events to report once the writer is released.
+    /// before this call is ready, and created again, or after it ran. Its
+    /// events and readiness go into `readied`, to `publish` once the writer is released.
     func readyTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase,
-                    on db: Database) throws(EngineError) -> [TableEvent] {
-        if database.isReady(module: module.name, table: table.name, version: module.version) { return [] }
+                    on db: Database, into readied: inout Readied) throws(EngineError) {
+        if database.isReady(module: module.name, table: table.name, version: module.version) { return }
         try migrateTableVersions(in: database, on: db)
+        readied.tableVersionsMigrated = true
         try claim(table, for: module, in: database.location, on: db)
-        let events = try bringUpToDate(module, table.name, database.location, on: db)
-        database.markReady(module: module.name, table: table.name, version: module.version)
-        return events
+        readied.events += try bringUpToDate(module, table.name, database.location, on: db)
+        // Drops happen under the writer: the count read here is the one the table was made ready under.
+        readied.tables.append((module.name, table.name, module.version,
+                               database.readiness.drops.load(ordering: .sequentiallyConsistent)))
+    }
+
+    /// Once the writer is released: records the readied tables as ready (unless one was dropped since), then
+    /// reports the events.
+    func publish(_ readied: Readied, in database: OpenDatabase) {
+        if readied.tableVersionsMigrated { database.markReady(Self.tableVersionsMigrated) }
+        for table in readied.tables {
+            database.markReady(module: table.module, table: table.table, version: table.version, unlessDroppedSince: table.drops)
+        }
+        emit(readied.events)
     }
 
     func emit(_ events: [TableEvent]) {
@@ -131,21 +159,23 @@ extension Engine {
     }
 
     /// Gives a `TableVersions` without the `module` column (the reference's,
-    /// of a file made elsewhere) that column, its rows naming no module; once
-    /// per open file, on the writer.
+    /// of a file made elsewhere) that column, its rows naming no module; on
+    /// the writer, until it is recorded as done once the writer is released
+    /// (as a table's readiness, `Readied`: a reader must not skip it in a
+    /// snapshot taken before it).
     func migrateTableVersions(in database: OpenDatabase, on db: Database) throws(EngineError) {
         if database.isReady(Self.tableVersionsMigrated) { return }
         if try tableExists("TableVersions", on: db),
            try queryText("select name from pragma_table_info('TableVersions') where name = 'module'", on: db) == nil {
             try run("alter table TableVersions add column module text", on: db)
         }
-        database.markReady(Self.tableVersionsMigrated)
     }
 
     /// `migrateTableVersions` for a caller without the writer: a read of the owners.
     func migrateTableVersions(in database: OpenDatabase) throws(EngineError) {
         if database.isReady(Self.tableVersionsMigrated) { return }
         try withWriter(database, allOrNothing: true) { db throws(EngineError) in try migrateTableVersions(in: database, on: db) }
+        database.markReady(Self.tableVersionsMigrated)
     }
 
     static let tableVersionsMigrated = "TableVersions.module"

@@ -450,13 +450,14 @@ extension Engine {
 
     /// `body` on the writer, once the targets' tables are ready: checked
     /// under the writer, so that a table dropped meanwhile is created again
-    /// before `body` runs. Table events are reported once the writer is released.
+    /// before `body` runs. Table events are reported, and the tables recorded
+    /// as ready, once the writer is released (`Readied`).
     func writing<T>(_ targets: [Target], in database: OpenDatabase,
                     _ body: (Database) throws(EngineError) -> T) throws(EngineError) -> T {
-        var events: [TableEvent] = []
-        defer { emit(events) }
+        var readied = Readied()
+        defer { publish(readied, in: database) }
         return try withWriter(database, allOrNothing: true) { db throws(EngineError) -> T in
-            for target in targets { events += try readyTable(target.module, target.table, in: database, on: db) }
+            for target in targets { try readyTable(target.module, target.table, in: database, on: db, into: &readied) }
             return try body(db)
         }
     }

@@ -56,6 +56,10 @@ import Testing
         try write(Self.notes(version: "1.0"))
         let server = try LiveServer(environment: ["DAOGATE_ADMIN_TOKEN": Self.token], modules: folder.path)
         let admin = ["Authorization: Bearer \(Self.token)"]
+        // The table is made at 1.0 before the reload, so the new set must upgrade it. (Made first by the 1.1 set,
+        // as when the load started late on a loaded machine, it is its initializer's table, recorded as 1.1,
+        // and this initializer, unlike a module's that follows the contract, has no `tag` column.)
+        #expect(try server.curl("/dao/Notes/add", method: "POST", body: #"["before"]"#).status == 200)
 
         let load = Process()
         load.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -97,15 +101,22 @@ import Testing
         #expect(statuses["200", default: 0] > 100, "\(summary)")
 
         // The SIGHUP reload took effect (its upgrade ran), and the description follows the set in use.
-        #expect(try server.curl("/dao/Notes/tags", method: "POST").body == #"{"result":["none"]}"#)
+        let tags = try server.curl("/dao/Notes/tags", method: "POST")
+        #expect(tags.body == #"{"result":["none"]}"#, "\(tags.status) \(tags.body)\n\(server.log.split(separator: "\n").filter { !$0.contains("daogate.access") }.joined(separator: "\n"))")
         let description = try server.curl("/openapi.json").body
         #expect(description.contains("/dao/Notes/newest"))
         #expect(!description.contains("/dao/Notes/broken"))
         let events = try server.curl("/events", headers: admin).json?["reloads"] as? [[String: Any]]
-        #expect(events?.prefix(3).map { $0["outcome"] as? String } == ["applied", "refused", "applied"])
-        #expect(events?.prefix(2).map { $0["reason"] as? String } == ["POST /admin/reload", "POST /admin/reload"])
-        #expect(events?.dropFirst(2).allSatisfy { $0["reason"] as? String == "SIGHUP" } == true)
+        // The two POSTs, newest first, and the SIGHUPs, the oldest applied. A SIGHUP still pending when the broken
+        // set was written (it waits for the reload under way, long on a loaded machine) reads that set and is
+        // refused like the POST: what a reload reads decides its outcome, not when its signal was sent.
+        let posts = events?.filter { $0["reason"] as? String == "POST /admin/reload" }
+        let hangups = events?.filter { $0["reason"] as? String == "SIGHUP" }
+        #expect(posts?.map { $0["outcome"] as? String } == ["applied", "refused"])
+        #expect(hangups?.last?["outcome"] as? String == "applied")
+        #expect(events?.count == (posts?.count ?? -1) + (hangups?.count ?? -1))
         #expect(server.log.contains("SIGHUP: 1 module reloaded, Notes 1.0 → 1.1"))
+        #expect(server.log.contains("should_upgrade Notes table notes in common 1.0 → 1.1"))
         #expect(server.log.contains("the module folder has 1 problem; the modules in use stay"))
     }
 }

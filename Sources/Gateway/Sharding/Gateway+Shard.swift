@@ -35,7 +35,8 @@ extension Gateway {
         json(shardStatus(try adminShard(call)))
     }
 
-    /// `POST /shard/reload`: the map read again; the change streams of spaces given away end.
+    /// `POST /shard/reload`: the map read again; the change streams of spaces given away end; the peers'
+    /// epochs asked again (a map older than a peer's is served 421 until it catches up).
     func shardReload(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let shard = try adminShard(call)
         do {
@@ -44,6 +45,7 @@ extension Gateway {
             throw Problem(.storageFailed, error.description)
         }
         endStreamsElsewhere(shard)
+        checkShardEpochs(shard, reason: "POST /shard/reload")
         return json(shardStatus(shard))
     }
 

@@ -85,7 +85,8 @@ public final class Shard: Sendable {
         let now = ContinuousClock.now
         state.withLock { state in
             state.givenAway = state.givenAway.filter { now - $0.value < handoverGrace }
-            for bucket in state.map.owners.indices where bucket < map.owners.count
+            // A shard behind its peers served none of its buckets: nothing it gives away now was in flight here.
+            for bucket in state.map.owners.indices where state.behind == nil && bucket < map.owners.count
                 && state.map.owners[bucket] == name && map.owners[bucket] != name {
                 state.givenAway[bucket] = now
             }

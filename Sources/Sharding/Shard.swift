@@ -137,7 +137,9 @@ public final class Shard: Sendable {
         DispatchQueue.concurrentPerform(iterations: peers.count) { index in
             var client = ShardClient(address: peers[index].value, token: token)
             client.timeout = timeout
-            if case .integer(let epoch)? = (try? client.status())?[member: "epoch"] {
+            // Only the shard the map names there counts (an address given to another deployment's shard does not).
+            if let status = try? client.status(), status[member: "shard"]?.stringValue == peers[index].key,
+               case .integer(let epoch)? = status[member: "epoch"] {
                 epochs.withLock { $0[peers[index].key] = epoch }
             }
         }

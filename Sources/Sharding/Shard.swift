@@ -30,7 +30,8 @@ public enum ShardError: Error, Sendable, CustomStringConvertible {
 /// One shard of a sharded deployment (`daogate serve --shard NAME --shard-map FILE`):
 /// which buckets it owns (the map, read at start and on `POST /shard/reload`),
 /// which of them are frozen for a move (writes refused with 503, reads go on),
-/// and the writes in flight per bucket, which a freeze waits for.
+/// and the writes in flight per bucket, which a freeze waits for; and whether a peer has a newer map
+/// (`checkPeers`), in which case the shard serves none of its spaces until its own map catches up.
 ///
 /// A freeze is kept on disk (`shard/frozen-N` in the data folder) until the
 /// bucket is archived or unfrozen, so a shard restarted in the middle of a

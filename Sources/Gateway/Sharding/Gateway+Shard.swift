@@ -12,7 +12,7 @@ import Sharding
 /// | route | what |
 /// |---|---|
 /// | `GET /shard` | name, map epoch, frozen buckets |
-/// | `POST /shard/reload` | read the shard map again |
+/// | `POST /shard/reload` | read the shard map again, then ask the peers' epochs (Gateway+ShardEpochs.swift) |
 /// | `POST /shard/freeze` | `{"bucket"}`: refuse its writes (503), wait for those in flight; its files |
 /// | `POST /shard/unfreeze` | `{"bucket"}`: let its writes in again (a move abandoned) |
 /// | `POST /shard/export` | `{"bucket", "file"}`: a consistent copy of a frozen bucket's file (`VACUUM INTO`), kept as its archive |

@@ -1,4 +1,5 @@
 import DAOEngine
+import DAOValue
 import Foundation
 import Synchronization
 
@@ -29,7 +30,8 @@ public enum ShardError: Error, Sendable, CustomStringConvertible {
 /// One shard of a sharded deployment (`daogate serve --shard NAME --shard-map FILE`):
 /// which buckets it owns (the map, read at start and on `POST /shard/reload`),
 /// which of them are frozen for a move (writes refused with 503, reads go on),
-/// and the writes in flight per bucket, which a freeze waits for.
+/// and the writes in flight per bucket, which a freeze waits for; and whether a peer has a newer map
+/// (`checkPeers`), in which case the shard serves none of its spaces until its own map catches up.
 ///
 /// A freeze is kept on disk (`shard/frozen-N` in the data folder) until the
 /// bucket is archived or unfrozen, so a shard restarted in the middle of a
@@ -52,6 +54,8 @@ public final class Shard: Sendable {
         var writes: [Int: Int] = [:]
         /// Buckets given away in a reload, and when: within `handoverGrace` they are a moment's 503.
         var givenAway: [Int: ContinuousClock.Instant] = [:]
+        /// A peer's newer map epoch, while this shard's map is older: its spaces are refused (421) until its map catches up.
+        var behind: NewerMap?
     }
 
     let state: Mutex<State>
@@ -82,14 +86,94 @@ public final class Shard: Sendable {
         let now = ContinuousClock.now
         state.withLock { state in
             state.givenAway = state.givenAway.filter { now - $0.value < handoverGrace }
-            for bucket in state.map.owners.indices where bucket < map.owners.count
+            // A shard behind its peers served none of its buckets: nothing it gives away now was in flight here.
+            for bucket in state.map.owners.indices where state.behind == nil && bucket < map.owners.count
                 && state.map.owners[bucket] == name && map.owners[bucket] != name {
                 state.givenAway[bucket] = now
             }
             for bucket in map.owners.indices where map.owners[bucket] == name { state.givenAway[bucket] = nil }
             state.map = map
+            if let behind = state.behind, map.epoch >= behind.epoch { state.behind = nil }
         }
         return map
+    }
+
+    // MARK: The peers' epochs
+
+    /// A newer map than this shard's, as a peer answered it.
+    public struct NewerMap: Equatable, Sendable {
+        /// The newest epoch a peer answered.
+        public var epoch: Int64
+        /// The shard that answered it (its name in this shard's map).
+        public var shard: String
+    }
+
+    /// What a check of the peers' epochs found, and what it changed.
+    public struct EpochCheck: Sendable {
+        /// The shards of this shard's map that answered, and those that did not (down, slow, refusing the token).
+        public var answered: [String] = []
+        public var unanswered: [String] = []
+        /// The map file read again because a peer's epoch was newer, when it was newer than the map in use.
+        public var reloaded: ShardMap?
+        /// The newer map a peer has, while this shard's map is older; nil when this shard's map is current.
+        public var behind: NewerMap?
+        /// Whether this check changed the shard's state (now behind, or current again): what is logged, once.
+        public var changed = false
+    }
+
+    /// Asks every other shard of the map its epoch (`GET /shard`, the admin token, `timeout` seconds each, all
+    /// at once). If any answers an epoch newer than this shard's map, the map file is read again (it may have
+    /// been rewritten already: a shared file, a move's commit); if it is still older, the shard stops serving
+    /// the spaces it believes it owns (`Admission.behind`) until its map is at least that epoch. While behind,
+    /// every check reads the map file again, peers answering or not. A peer that does not answer changes
+    /// nothing: a shard starts when the others are down.
+    @discardableResult
+    public func checkPeers(token: String?, timeout: Int = 2) -> EpochCheck {
+        let wasBehind = behind != nil
+        var check = EpochCheck()
+        check.reloaded = try? reloadIfFileNewer(than: behind?.epoch)
+        let map = self.map
+        let peers = map.shards.filter { $0.key != name }.sorted { $0.key < $1.key }
+        let epochs = Mutex([String: Int64]())
+        DispatchQueue.concurrentPerform(iterations: peers.count) { index in
+            var client = ShardClient(address: peers[index].value, token: token)
+            client.timeout = timeout
+            // Only the shard the map names there counts (an address given to another deployment's shard does not).
+            if let status = try? client.status(), status[member: "shard"]?.stringValue == peers[index].key,
+               case .integer(let epoch)? = status[member: "epoch"] {
+                epochs.withLock { $0[peers[index].key] = epoch }
+            }
+        }
+        let answers = epochs.withLock { $0 }
+        check.answered = answers.keys.sorted()
+        check.unanswered = peers.map(\.key).filter { answers[$0] == nil }
+        let newest = answers.max { ($0.value, $1.key) < ($1.value, $0.key) }
+        if let newest, newest.value > self.map.epoch, let reloaded = try? reloadIfFileNewer(than: newest.value) {
+            check.reloaded = reloaded
+        }
+        state.withLock { state in
+            var behind = state.behind
+            if let newest, newest.value > state.map.epoch, newest.value > behind?.epoch ?? -1 {
+                behind = NewerMap(epoch: newest.value, shard: newest.key)
+            }
+            if let current = behind, state.map.epoch >= current.epoch { behind = nil }
+            state.behind = behind
+            check.behind = behind
+        }
+        check.changed = wasBehind != (check.behind != nil)
+        return check
+    }
+
+    /// The newer map a peer has, while this shard's is older; nil when current.
+    public var behind: NewerMap? { state.withLock { $0.behind } }
+
+    /// Reads the map file again and takes it (`reload`) when it is newer than the map in use; nil when it is
+    /// not, or when `epoch` is nil (nothing newer is known, and a map file is otherwise read on `POST /shard/reload`).
+    private func reloadIfFileNewer(than epoch: Int64?) throws(ShardMapError) -> ShardMap? {
+        guard epoch != nil else { return nil }
+        let file = try ShardMap(contentsOf: mapPath)
+        guard file.epoch > map.epoch else { return nil }
+        return try reload()
     }
 
     /// What the shard does with a request for a bucket.
@@ -102,6 +186,8 @@ public final class Shard: Sendable {
         case handedOver(owner: String, epoch: Int64)
         /// A write to a bucket being moved (503).
         case frozen
+        /// A space this shard's map gives it, while a peer has a newer map (421): the space may be another's now.
+        case behind(NewerMap, mapEpoch: Int64)
     }
 
     /// Admits a request for a space: its bucket (nil for the common space and anywhere) and what the shard
@@ -124,6 +210,7 @@ public final class Shard: Sendable {
                 }
                 return .misdirected(owner: state.map.owners[bucket], epoch: state.map.epoch)
             }
+            if let behind = state.behind { return .behind(behind, mapEpoch: state.map.epoch) }
             guard write else { return .admitted }
             if state.frozen.contains(bucket) { return .frozen }
             state.writes[bucket, default: 0] += 1
@@ -142,7 +229,9 @@ public final class Shard: Sendable {
     /// Whether this shard serves the common space.
     func admitCommon() -> Admission {
         state.withLock { state in
-            state.map.common == name ? .admitted : .misdirected(owner: state.map.common, epoch: state.map.epoch)
+            guard state.map.common == name else { return .misdirected(owner: state.map.common, epoch: state.map.epoch) }
+            if let behind = state.behind { return .behind(behind, mapEpoch: state.map.epoch) }
+            return .admitted
         }
     }
 

@@ -14,7 +14,8 @@ import Sharding
 ///    machine), each checked. Anything the spare had of those buckets goes (it served none of them);
 /// 2. the commit: the shard map gives those buckets (and the common space) to the spare, epoch one higher;
 /// 3. the spare reads the map, HAProxy's map is updated (runtime API and file), the other shards read the map.
-///    The lost shard, if it comes back, reads the map at start and answers 421 for those buckets.
+///    The lost shard, if it comes back, answers 421 for those buckets: from the new map if it reads it, else
+///    because its peers answer a newer epoch than its own copy of the map (`Shard.checkPeers`).
 ///
 /// Interrupted before the commit, the same command starts again (the restore is overwritten); after it, the
 /// same command completes steps 3 (the map then gives the lost shard no bucket).

@@ -242,6 +242,8 @@ struct Serve: ParsableCommand {
                                                               maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
                        responder: gateway.metricsResponder(requiresAdmin: !Settings.isLoopback(address.host)))
         }
+        // A shard compares its map's epoch with its peers' before it serves, then every few seconds.
+        gateway.watchShardEpochs()
         try orStop {
             do {
                 try server.start()

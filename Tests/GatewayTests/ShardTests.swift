@@ -84,6 +84,45 @@ import Testing
         #expect(fixture.send("GET", "/kv/user/biz/k", headers: own).json[member: "value"] == 1)
     }
 
+    /// A shard whose map is older than a peer's (a shard back after a failover with its own copy of the map):
+    /// peer b, a real server on loopback, is at epoch 4; shard a, at epoch 3, refuses the user it owns with a
+    /// 421 naming epoch 4 and creates no file, until its map file is at least epoch 4 and it reloads.
+    @Test func aShardBehindItsPeersServesNothingUntilItsMapCatchesUp() throws {
+        func map(_ text: String, at root: URL) throws -> String {
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let path = root.appendingPathComponent("shards.json").path
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        let newer = Self.mapJSON.replacingOccurrences(of: #""epoch": 3"#, with: #""epoch": 4"#)
+        let peer = try GatewayFixture(shard: { root in try Shard(name: "b", mapPath: try map(newer, at: root), dataDirectory: root.path) })
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2), responder: peer.gateway)
+        try server.start()
+        defer { server.shutdown(gracePeriod: .seconds(1)) }
+        let address = "127.0.0.1:\(server.port)"
+        let fixture = try GatewayFixture(shard: { root in
+            try Shard(name: "a", mapPath: try map(Self.mapJSON.replacingOccurrences(of: "127.0.0.1:2", with: address), at: root),
+                      dataDirectory: root.path)
+        })
+        let shard = try #require(fixture.gateway.configuration.shard)
+        let check = shard.checkPeers(token: GatewayFixture.adminToken)
+        #expect(check.answered == ["b"] && check.changed && check.behind?.epoch == 4 && check.behind?.shard == "b")
+        let own = [(Gateway.userHeader, "u-0000")]
+        for reply in [fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: own), fixture.send("GET", "/kv/user/biz/k", headers: own)] {
+            #expect(reply.status == 421 && reply.code == "misdirected_request", "\(reply.text)")
+            #expect(reply.json[member: "epoch"] == 4 && reply.json[member: "mapEpoch"] == 3 && reply.json[member: "bucket"] == 0)
+        }
+        #expect(!FileManager.default.fileExists(atPath: fixture.root.appendingPathComponent("users").path))
+        // A token the peer refuses is no answer: nothing changes.
+        #expect(shard.checkPeers(token: "wrong").unanswered == ["b"] && shard.behind != nil)
+        // The map file at epoch 4, then POST /shard/reload: current, and serving.
+        _ = try map(newer.replacingOccurrences(of: "127.0.0.1:2", with: address), at: fixture.root)
+        let reload = fixture.send("POST", "/shard/reload", headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)])
+        #expect(reload.status == 200 && reload.json[member: "epoch"] == 4, "\(reload.text)")
+        #expect(shard.behind == nil)
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 1}"#, headers: own).status == 200)
+    }
+
     /// Shard a owns bucket 0 (u-0000) and not bucket 1 (ann), nor the common space (b's).
     @Test func aShardAnswers421ForWhatItDoesNotOwnAndCreatesNoFile() throws {
         let fixture = try Self.shardFixture("a")

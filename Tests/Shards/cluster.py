@@ -29,8 +29,9 @@ def bucket(user):
 
 
 class Shard:
-    def __init__(self, work, name, port):
+    def __init__(self, work, name, port, map_path=None):
         self.name, self.port, self.work = name, port, work
+        self.map_path = map_path or os.path.join(work, "shards.json")
         self.data = os.path.join(work, name)
         self.log = open(os.path.join(work, name + ".log"), "ab")
         self.process = None
@@ -39,7 +40,7 @@ class Shard:
         arguments = [BINARY, "serve", "--modules", os.path.join(ROOT, "modules"), "--data", self.data,
                      "--port", str(self.port), "--key-file", os.path.join(self.work, "key"),
                      "--admin-token-file", os.path.join(self.work, "token"), "--shard", self.name,
-                     "--shard-map", os.path.join(self.work, "shards.json"), "--max-connections-per-address", "0",
+                     "--shard-map", self.map_path, "--max-connections-per-address", "0",
                      "--threads", "4"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("DAOGATE_")}
         self.process = subprocess.Popen(arguments, stdout=self.log, stderr=self.log, cwd=ROOT, env=env)
@@ -173,6 +174,7 @@ def main():
         token = "shard-admin-token-" + os.urandom(8).hex()
         with open(os.path.join(work, "token"), "w") as f:
             f.write(token)
+        stale_map(work)
         names = {"a": BASE + 1, "b": BASE + 2, "c": BASE + 3, "spare": BASE + 4}
         third = BUCKETS // 3
         shard_map = {"epoch": 1, "buckets": BUCKETS, "common": "c",
@@ -284,6 +286,86 @@ def main():
         print(f"{len(failures)} failures")
         sys.exit(1)
     print("shards: ok")
+
+
+def stale_map(work):
+    """A shard that starts with an older copy of the map than a peer's (a shard back after a failover, its own
+    map file not rewritten) serves none of its spaces: 421 naming the newer epoch, no file created, the reason
+    logged once; after its map file is updated and POST /shard/reload it serves what it owns. Later, a peer's
+    newer map found by the periodic check: 421 again, and served again once the file catches up, without a
+    reload. Two shards of their own (SHARDS_PORT_BASE + 6 and + 7), each with its own map file."""
+    folder = os.path.join(work, "epoch")
+    os.makedirs(folder)
+    for name in ("key", "token"):
+        shutil.copy(os.path.join(work, name), os.path.join(folder, name))
+    token = open(os.path.join(work, "token")).read()
+    admin = {"Authorization": "Bearer " + token}
+    buckets = 16
+    ports = {"a": BASE + 6, "b": BASE + 7}
+    lost = next(f"e-{n}" for n in range(1000) if zlib.crc32(f"e-{n}".encode()) % buckets == 3)
+    kept = next(f"e-{n}" for n in range(1000) if zlib.crc32(f"e-{n}".encode()) % buckets == 5)
+
+    def write_map(path, epoch, ranges):
+        with open(path + ".tmp", "w") as f:
+            json.dump({"epoch": epoch, "buckets": buckets, "common": "b",
+                       "shards": {n: f"127.0.0.1:{p}" for n, p in ports.items()}, "ranges": ranges}, f)
+        os.replace(path + ".tmp", path)
+    first = [[0, 7, "a"], [8, 15, "b"]]
+    second = [[0, 2, "a"], [3, 3, "b"], [4, 7, "a"], [8, 15, "b"]]  # bucket 3 (lost's) failed over to b
+    map_a, map_b = os.path.join(folder, "a.json"), os.path.join(folder, "b.json")
+    write_map(map_a, 1, first)
+    write_map(map_b, 2, second)
+    a, b = Shard(folder, "a", ports["a"], map_a), Shard(folder, "b", ports["b"], map_b)
+    put = lambda shard, user: request("127.0.0.1", shard.port, "PUT", "/kv/user/t/k", {"value": 1}, {"X-User-Id": user})
+    try:
+        b.start()
+        a.start()
+        for user in (lost, kept):
+            status, problem, _ = put(a, user)
+            if status != 421 or problem.get("code") != "misdirected_request" or problem.get("epoch") != 2 \
+                    or problem.get("mapEpoch") != 1:
+                fail(f"shard a, map epoch 1 while b has epoch 2, answered {user} {status} {problem}")
+        if os.path.exists(os.path.join(a.data, "users")) and os.listdir(os.path.join(a.data, "users")):
+            fail(f"shard a behind its peer created files: {os.listdir(os.path.join(a.data, 'users'))}")
+        status, _, _ = put(b, lost)
+        if status != 200:
+            fail(f"shard b does not serve the bucket it took over: {status}")
+        write_map(map_a, 2, second)
+        status, answer, _ = request("127.0.0.1", a.port, "POST", "/shard/reload", None, admin)
+        if status != 200 or answer.get("epoch") != 2:
+            fail(f"shard a's reload answered {status} {answer}")
+        status, problem, _ = put(a, lost)
+        if status != 421 or problem.get("shard") != "b":
+            fail(f"shard a, current, answered the bucket it lost {status} {problem}")
+        status, answer, _ = put(a, kept)
+        if status != 200:
+            fail(f"shard a, current, does not serve the bucket it kept: {status} {answer}")
+        # The periodic check: b's map moves on (epoch 3), a's file does not; a learns it within one interval.
+        write_map(map_b, 3, second)
+        request("127.0.0.1", b.port, "POST", "/shard/reload", None, admin)
+        deadline = time.time() + 10
+        while put(a, kept)[0] == 200 and time.time() < deadline:
+            time.sleep(0.2)
+        status, problem, _ = put(a, kept)
+        if status != 421 or problem.get("epoch") != 3:
+            fail(f"shard a did not notice b's epoch 3 within 10 s: {status} {problem}")
+        noticed = time.time()
+        write_map(map_a, 3, second)
+        while put(a, kept)[0] != 200 and time.time() < noticed + 10:
+            time.sleep(0.2)
+        status, answer, _ = put(a, kept)
+        if status != 200:
+            fail(f"shard a did not read its updated map file within 10 s: {status} {answer}")
+        print(f"stale map: refused at epoch 1 of 2, served after the reload; epoch 3 noticed and the file reread "
+              f"in {time.time() - noticed:.1f} s", flush=True)
+    finally:
+        a.stop()
+        b.stop()
+    a.log.flush()
+    with open(os.path.join(folder, "a.log"), "rb") as log:
+        told = sum(1 for line in log if b"answers its users' and common spaces 421" in line)
+    if told != 2:
+        fail(f"shard a logged its stale map {told} times, not once for each of its 2 times behind")
 
 
 def online_backup(load, shard, work, owner):

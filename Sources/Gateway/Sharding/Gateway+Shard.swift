@@ -12,7 +12,7 @@ import Sharding
 /// | route | what |
 /// |---|---|
 /// | `GET /shard` | name, map epoch, frozen buckets |
-/// | `POST /shard/reload` | read the shard map again |
+/// | `POST /shard/reload` | read the shard map again, then ask the peers' epochs (Gateway+ShardEpochs.swift) |
 /// | `POST /shard/freeze` | `{"bucket"}`: refuse its writes (503), wait for those in flight; its files |
 /// | `POST /shard/unfreeze` | `{"bucket"}`: let its writes in again (a move abandoned) |
 /// | `POST /shard/export` | `{"bucket", "file"}`: a consistent copy of a frozen bucket's file (`VACUUM INTO`), kept as its archive |
@@ -35,7 +35,8 @@ extension Gateway {
         json(shardStatus(try adminShard(call)))
     }
 
-    /// `POST /shard/reload`: the map read again; the change streams of spaces given away end.
+    /// `POST /shard/reload`: the map read again; the change streams of spaces given away end; the peers'
+    /// epochs asked again (a map older than a peer's is served 421 until it catches up).
     func shardReload(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let shard = try adminShard(call)
         do {
@@ -44,6 +45,7 @@ extension Gateway {
             throw Problem(.storageFailed, error.description)
         }
         endStreamsElsewhere(shard)
+        checkShardEpochs(shard, reason: "POST /shard/reload")
         return json(shardStatus(shard))
     }
 

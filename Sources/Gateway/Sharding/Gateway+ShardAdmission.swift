@@ -105,6 +105,13 @@ extension Gateway {
             problem.extensions["epoch"] = .integer(epoch)
             problem.headers = [("Retry-After", "1")]
             throw problem
+        case .behind(let newer, let mapEpoch):
+            let what = bucket.map { "this user's bucket \($0)" } ?? "the common space"
+            var problem = Problem(.misdirectedRequest, "shard \(newer.shard) has shard map epoch \(newer.epoch) and this shard's map is epoch \(mapEpoch): \(what) may belong to another shard now, so shard \(shard.name) serves none of its spaces until its map is at least epoch \(newer.epoch); nothing was read or created here")
+            if let bucket { problem.extensions["bucket"] = .integer(Int64(bucket)) }
+            problem.extensions["epoch"] = .integer(newer.epoch)
+            problem.extensions["mapEpoch"] = .integer(mapEpoch)
+            throw problem
         case .frozen:
             var problem = Problem(.bucketMoving, "this user's bucket \(bucket ?? 0) is moving to another shard: reads go on, writes wait; try again")
             problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))

@@ -7,7 +7,7 @@ crc32 and daogate's buckets agree, for ids with every visible ASCII character (f
 claim); `daogate backup` of a shard under load holds every write acknowledged before it, and each copy checks.
 
 Run by Tests/Shards/run (part of `make test`). Ports: SHARDS_PORT_BASE (default 30100, below
-Linux's ephemeral range 32768-60999, so no client connection holds one) and the next five."""
+Linux's ephemeral range 32768-60999, so no client connection holds one) and the next seven."""
 import base64, http.client, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time, zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

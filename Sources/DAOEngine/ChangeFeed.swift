@@ -214,6 +214,7 @@ extension Engine {
 extension OpenDatabase {
     /// The module whose table `table` is in this file (as readied by this process), nil for any other table.
     func module(owning table: String) -> String? {
-        readiness.readyModuleTables.withLock { tables in tables.keys.first { sameTable($0.table, table) }?.module }
+        if let owner = readiness.owners.withLock({ $0[table.lowercased()] }) { return owner }
+        return readiness.readyModuleTables.withLock { tables in tables.keys.first { sameTable($0.table, table) }?.module }
     }
 }

@@ -53,6 +53,7 @@ public final class OpenDatabase: Sendable {
     /// moves under the same lock as the tables, so that a `markReady` after
     /// it sees it.
     func forget(module: String, table: String) {
+        _ = readiness.owners.withLock { $0.removeValue(forKey: table.lowercased()) }
         readiness.readyModuleTables.withLock { tables in
             tables.removeValue(forKey: TableReadiness.ModuleTable(module: module, table: table))
             readiness.drops.add(1, ordering: .sequentiallyConsistent)
@@ -70,6 +71,10 @@ final class TableReadiness: Sendable {
     let readyTables = Mutex<Set<String>>([])
     /// The version each module's table was brought to.
     let readyModuleTables = Mutex<[ModuleTable: Version]>([:])
+    /// The module each module table of this file belongs to, recorded when a call claims it under the writer
+    /// (`readyTable`), before it is recorded as ready: the change feed names a table's module in the commit of
+    /// the write that created it, before that write's writer is released.
+    let owners = Mutex<[String: String]>([:])
     /// How many times a module's table was forgotten (dropped): a read that
     /// fails after this moved may have raced the drop, and is tried again.
     let drops = Atomic<Int>(0)

@@ -86,6 +86,7 @@ extension Engine {
         try migrateTableVersions(in: database, on: db)
         readied.tableVersionsMigrated = true
         try claim(table, for: module, in: database.location, on: db)
+        database.readiness.owners.withLock { $0[table.name.lowercased()] = module.name }
         readied.events += try bringUpToDate(module, table.name, database.location, on: db)
         // Drops happen under the writer: the count read here is the one the table was made ready under.
         readied.tables.append((module.name, table.name, module.version,

@@ -10,14 +10,12 @@ import Synchronization
 /// `start()` binds and starts the threads; `shutdown(gracePeriod:)` drains and
 /// stops them. A server starts once; dropping a running one stops it at once.
 public final class HTTPServer: Sendable {
-    /// The memory libmicrohttpd gives each connection, for the request line, the headers, the read buffer and
-    /// the response's header: room for the headers of the largest bearer token taken (8 KiB) with the usual
-    /// fields. Bodies do not live in it: they go through the read buffer piece by piece into the request.
+    /// The memory libmicrohttpd gives each connection, for the request line, the headers and reading: room for
+    /// about 16 KiB of headers (twice the largest bearer token taken), as libmicrohttpd's own default.
     ///
     /// libmicrohttpd 0.9.75 zeroes the whole pool after every request of a keep-alive connection
-    /// (`MHD_pool_reset`), so each KiB here is paid on every request: at 32 KiB that `memset` was half of
-    /// a PK select's instructions.
-    static let connectionMemoryLimit = 16 * 1024
+    /// (`MHD_pool_reset`): at 64 KiB that `memset` was a seventh of the server's time on a PK select.
+    static let connectionMemoryLimit = 32 * 1024
 
     private let configuration: HTTPServerConfiguration
     private let context: DaemonContext

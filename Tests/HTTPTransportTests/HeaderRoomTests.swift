@@ -1,7 +1,7 @@
 import HTTPTransport
 import Testing
 
-/// Each connection's memory (libmicrohttpd's pool, zeroed after every request, so kept at 16 KiB) still takes
+/// Each connection's memory (libmicrohttpd's pool, zeroed after every request, so kept at 32 KiB) still takes
 /// the headers a caller sends: a bearer token of the largest size taken (8 KiB) with the usual fields, on one
 /// keep-alive connection request after request.
 @Suite struct HeaderRoomTests {

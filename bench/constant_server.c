@@ -84,7 +84,7 @@ int main(int argc, char **argv)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024,
         /* The same per-connection pool as daogate (HTTPServer.swift): libmicrohttpd zeroes it after every
            request, so the floor is libmicrohttpd's work at daogate's settings. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_END);
     if (daemon == NULL) {
         fprintf(stderr, "cannot listen on 127.0.0.1:%d\n", port);

@@ -47,6 +47,14 @@ struct LitestreamConfig: ParsableCommand {
     var monitorInterval: String = "1s"
 
     @Option(help: """
+        How long Litestream retries each database's last sync when it stops (Litestream's shutdown-sync-timeout; \
+        its own default is 30s). Litestream closes databases one after another, so a database it cannot sync (a file \
+        removed under it, a throttling store) holds every later one back this long: keep it short beside the \
+        container's stop grace period.
+        """)
+    var shutdownSyncTimeout: String = "2s"
+
+    @Option(help: """
         Split the databases between this many Litestream processes, by the last character of each file name: \
         --out FILE writes FILE-1 … FILE-N (FILE-1 also holds common.db), one `litestream replicate` each.
         """)
@@ -99,7 +107,8 @@ struct LitestreamConfig: ParsableCommand {
             throw ValidationError("--groups is a number from 1 to \(Self.lastCharacters.count), not \(groups)")
         }
         guard groups == 1 || out != nil else { throw ValidationError("--groups \(groups) writes one file per group: it needs --out") }
-        for (name, value) in [("--sync-interval", syncInterval), ("--monitor-interval", monitorInterval)] {
+        for (name, value) in [("--sync-interval", syncInterval), ("--monitor-interval", monitorInterval),
+                              ("--shutdown-sync-timeout", shutdownSyncTimeout)] {
             guard value.range(of: #"^[0-9]+(ms|s|m|h)$"#, options: .regularExpression) != nil else {
                 throw ValidationError("\(name) is a duration such as 500ms, 1s, 1m, not \(value)")
             }
@@ -151,6 +160,8 @@ struct LitestreamConfig: ParsableCommand {
         }
         lines += [
             "# S3 credentials: LITESTREAM_ACCESS_KEY_ID and LITESTREAM_SECRET_ACCESS_KEY in Litestream's environment.",
+            "# At a stop, each database's last sync is retried this long, one database after another.",
+            "shutdown-sync-timeout: \(shutdownSyncTimeout)",
             "dbs:",
         ]
         for (folder, pattern, recursive) in Self.folders {

@@ -416,8 +416,14 @@ def compose(work, env):
     exit_code = podman("inspect", shard_a, "--format", "{{.State.ExitCode}}")
     logs = subprocess.run(PODMAN + ["logs", shard_a], capture_output=True, text=True)
     logs = logs.stdout + logs.stderr
-    check(exit_code == "0", f"compose: shard-a under Litestream exited {exit_code} after SIGTERM")
-    check(stop_seconds < 15, f"compose: shard-a's stop took {stop_seconds:.1f} s, the whole grace period")
+    # Litestream's warnings and errors, each kind once with its first line: what held a stop back, if one did.
+    kinds = {}
+    for line in logs.splitlines():
+        if "level=WARN" in line or "level=ERROR" in line:
+            kinds.setdefault(re.sub(r'(attempts|elapsed|remaining|time)=\S+', '', line), line)
+    warned = " | ".join(list(kinds.values())[:12])
+    check(exit_code == "0", f"compose: shard-a under Litestream exited {exit_code} after SIGTERM; its warnings: {warned}")
+    check(stop_seconds < 15, f"compose: shard-a's stop took {stop_seconds:.1f} s, the whole grace period; its warnings: {warned}")
     check("stopped" in logs and "litestream shut down" in logs, f"compose: shard-a's log does not say daogate stopped and Litestream shut down: {logs[-1500:]}")
     print(f"compose: shard-a (Litestream and daogate) stopped in {stop_seconds:.2f} s, exit {exit_code}, "
           f"{len(last.acknowledged)} writes acknowledged just before; {last.statuses}", flush=True)

@@ -181,6 +181,7 @@ import Testing
         (["litestream-config", "--data", "d", "--replica", "http://x/y"], "litestream-config", "the replica is file:///path or s3://bucket/path"),
         (["litestream-config", "--data", "d", "--replica", "file://relative"], "litestream-config", "a file replica is file:///absolute/path"),
         (["litestream-config", "--data", "d", "--replica", "file:///r", "--sync-interval", "soon"], "litestream-config", "--sync-interval is a duration"),
+        (["litestream-config", "--data", "d", "--replica", "file:///r", "--shutdown-sync-timeout", "forever"], "litestream-config", "--shutdown-sync-timeout is a duration"),
         (["litestream-config", "--data", "d", "--replica", "file:///r", "--out", "o.yml", "--groups", "0"], "litestream-config", "--groups is a number from 1 to 38"),
         (["litestream-config", "--data", "d", "--replica", "file:///r", "--groups", "2"], "litestream-config", "it needs --out"),
         (["restore", "--replica", "file:///r", "--data", "d", "--bucket", "3"], "restore", "--bucket needs --shard-map"),

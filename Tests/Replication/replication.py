@@ -39,6 +39,7 @@ LOAD_SECONDS = float(os.environ.get("REPLICATION_LOAD_SECONDS", "25"))
 # the last 1 s and the window are reported either way.
 WINDOW = float(os.environ.get("REPLICATION_WINDOW", "3.0"))
 NEW_FILE = 3.0  # a file made this little before the kill may be missing from the replica (Litestream's watcher)
+STOP_GRACE = 15.0  # docker/compose.yaml's stop_grace_period for a shard
 MONITOR_INTERVAL = os.environ.get("REPLICATION_MONITOR_INTERVAL", "1s")
 SYNC_INTERVAL = os.environ.get("REPLICATION_SYNC_INTERVAL", "1s")
 COMMON = ""  # the user of a call to the common space
@@ -461,6 +462,29 @@ def cluster(work):
         for thread in threads:
             thread.join()
         print("statuses:", {f"{s} {c}": n for (s, c), n in sorted(load.statuses.items(), key=str)}, flush=True)
+
+        # Shard b, which just gave a bucket away (its files removed under Litestream), stopped as a container
+        # runtime stops it: Litestream passes SIGTERM to daogate, ships what is left and exits 0 well within a
+        # grace period, not held by the removed files.
+        b = servers["b"]
+        logged = os.path.getsize(b.log_path)
+        stopping = time.time()
+        b.process.terminate()
+        try:
+            code = b.process.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            code = None
+            b.kill()
+        stop_seconds = time.time() - stopping
+        with open(b.log_path, "rb") as f:
+            f.seek(logged)
+            said = f.read().decode(errors="replace")
+        retried = [line for line in said.splitlines() if "shutdown sync failed" in line]
+        if code != 0 or stop_seconds >= STOP_GRACE / 2:
+            fail(f"shard b (Litestream and daogate) after giving bucket {moved_bucket} away: exit {code} after "
+                 f"{stop_seconds:.1f} s; {len(retried)} shutdown sync retries, the first: {retried[:1]}; the end of its log:\n{said[-2000:]}")
+        print(f"shard b stopped after the move in {stop_seconds:.2f} s, exit {code} ({len(retried)} shutdown sync retries)", flush=True)
+        b.start()
 
         # Shard a comes back with an empty disk (under the new map): it answers 421 for its old users.
         servers["a"].config = None

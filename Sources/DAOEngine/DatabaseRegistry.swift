@@ -114,6 +114,9 @@ final class DatabaseRegistry: Sendable {
     /// 30,000 hold about 15 MB, three times the users the default budgets keep open).
     static let rememberedLimit = 30_000
 
+    /// The page size of a users' file created by this server (one made before keeps its own).
+    static let userPageSize = 1024
+
     private let state: Mutex<State>
 
     init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode,
@@ -127,6 +130,9 @@ final class DatabaseRegistry: Sendable {
         users.journal = userJournal
         // A users' rollback file has one connection, this process's (a server holds its data folder alone).
         users.usesFileLocks = userJournal == .wal
+        // Ten thousand open users' files each cache the few pages their rows are read through: with
+        // 1024-byte pages, a third of the memory of 4096-byte ones (`DatabaseConfiguration.newFilePageSize`).
+        users.newFilePageSize = Self.userPageSize
         self.userConfiguration = users
         self.state = Mutex(State(files: LeasedLRU(budget: budget)))
     }

@@ -307,7 +307,7 @@ final class DatabaseRegistry: Sendable {
 
     /// Gives a lease back with what the file holds now; closes the least
     /// recently used idle files while the budget is exceeded.
-    /// Past three quarters of the byte budget, a file used now and then
+    /// Past seven eighths of the byte budget, a file used now and then
     /// (not used by any of the last calls, as many as half the open files)
     /// frees its cached pages (a few KiB each) as it goes idle, before files
     /// are closed for want of room: it stays open, and its next call reads
@@ -319,7 +319,7 @@ final class DatabaseRegistry: Sendable {
         let (evicted, short) = state.withLock { state in
             state.files.release(entry, cost: cost)
             let seldom = state.files.leaseClock &- entry.previouslyLeasedAt > UInt64(state.files.count / 2)
-            return (Self.makeRoom(&state.files), seldom && state.files.total.bytes > budget.bytes / 4 * 3)
+            return (Self.makeRoom(&state.files), seldom && state.files.total.bytes > budget.bytes / 8 * 7)
         }
         for database in evicted { database.pool.close() }
         guard short, cost.bytes > pool.idleBytes else { return }

@@ -130,6 +130,9 @@ final class DatabaseRegistry: Sendable {
     /// 30,000 hold about 15 MB, three times the users the default budgets keep open).
     static let rememberedLimit = 30_000
 
+    /// The page size of a users' file created by this server (one made before keeps its own).
+    static let userPageSize = 1024
+
     private let state: Mutex<State>
 
     init(root: String, budget: ResourceBudget, configuration: DatabaseConfiguration, userJournal: JournalMode,
@@ -143,6 +146,9 @@ final class DatabaseRegistry: Sendable {
         users.journal = userJournal
         // A users' rollback file has one connection, this process's (a server holds its data folder alone).
         users.usesFileLocks = userJournal == .wal
+        // Ten thousand open users' files each cache the few pages their rows are read through: with
+        // 1024-byte pages, a third of the memory of 4096-byte ones (`DatabaseConfiguration.newFilePageSize`).
+        users.newFilePageSize = Self.userPageSize
         self.userConfiguration = users
         self.state = Mutex(State(files: LeasedLRU(budget: budget)))
     }
@@ -317,7 +323,7 @@ final class DatabaseRegistry: Sendable {
 
     /// Gives a lease back with what the file holds now; closes the least
     /// recently used idle files while the budget is exceeded.
-    /// Past three quarters of the byte budget, a file used now and then
+    /// Past seven eighths of the byte budget, a file used now and then
     /// (not used by any of the last calls, as many as half the open files)
     /// frees its cached pages (a few KiB each) as it goes idle, before files
     /// are closed for want of room: it stays open, and its next call reads
@@ -329,7 +335,7 @@ final class DatabaseRegistry: Sendable {
         let (evicted, short) = state.withLock { state in
             state.files.release(entry, cost: cost)
             let seldom = state.files.leaseClock &- entry.previouslyLeasedAt > UInt64(state.files.count / 2)
-            return (Self.makeRoom(&state.files), seldom && state.files.total.bytes > budget.bytes / 4 * 3)
+            return (Self.makeRoom(&state.files), seldom && state.files.total.bytes > budget.bytes / 8 * 7)
         }
         for database in evicted { database.pool.close() }
         guard short, cost.bytes > pool.idleBytes else { return }

@@ -258,10 +258,16 @@ extension Engine {
 
     // MARK: Bookkeeping SQL
 
-    /// Runs daogate's own SQL (not a module's).
+    private func bookkeepingStatement(_ sql: String, on db: Database) throws(SQLiteError) -> Statement {
+        try db.makeStatement(sql)
+    }
+
+    /// Runs daogate's own SQL (not a module's). Its statements are prepared each time, not kept in the
+    /// connection's statement cache: they set a file up, once per file while this process runs, and
+    /// kept they would cost every open file some 1.5 KB each for as long as it stays open.
     func run(_ sql: String, _ bindings: [Value] = [], on db: Database) throws(EngineError) {
         do {
-            let statement = try db.cachedStatement(sql)
+            let statement = try bookkeepingStatement(sql, on: db)
             try statement.bind(bindings)
             try statement.run()
         } catch {
@@ -272,7 +278,7 @@ extension Engine {
     /// The first column of the first row of daogate's own query, as text.
     func queryText(_ sql: String, _ bindings: [Value] = [], on db: Database) throws(EngineError) -> String? {
         do {
-            let statement = try db.cachedStatement(sql)
+            let statement = try bookkeepingStatement(sql, on: db)
             defer { statement.reset() }
             try statement.bind(bindings)
             guard try statement.step() else { return nil }

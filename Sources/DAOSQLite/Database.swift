@@ -53,7 +53,9 @@ public final class Database {
             if readOnly {
                 try check(sqlite3_exec(connection, cache, nil, nil, nil), connection, sql: cache)
             } else {
-                let pragmas = "\(cache); PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
+                // Before anything writes the file's header: on a file that has pages it changes nothing.
+                let pageSize = configuration.newFilePageSize.map { "PRAGMA page_size = \($0); " } ?? ""
+                let pragmas = "\(pageSize)\(cache); PRAGMA foreign_keys = ON; PRAGMA synchronous = \(configuration.synchronous.rawValue)"
                 try check(sqlite3_exec(connection, pragmas, nil, nil, nil), connection, sql: pragmas)
                 if let bytes = configuration.maximumDatabaseBytes {
                     try limitSize(of: connection, to: bytes)

@@ -58,6 +58,13 @@ public struct DatabaseConfiguration: Sendable {
     /// SQLite's default 2 MB each would not fit in memory. A larger cache
     /// makes a large file's reads cheaper, for memory.
     public var pageCacheKibibytes: Int
+    /// The page size a new file is created with (`PRAGMA page_size`, a power of two from 512 to 65536),
+    /// set by the writer before the file's first write; a file that has pages keeps its size. nil: SQLite's
+    /// default, 4096. Every page an open connection caches costs its size and some 300 bytes: a per-user
+    /// file holding a few rows is read through four or five pages (the schema, each table's root, an
+    /// index's), 22 KB cached with 4096-byte pages and 7 KB with 1024. Smaller pages make a large file's
+    /// B-tree deeper and a large value's overflow chain longer (a 256 KiB value is 256 pages of 1024).
+    public var newFilePageSize: Int?
 
     public init(
         synchronous: Synchronous = .normal,
@@ -67,7 +74,8 @@ public struct DatabaseConfiguration: Sendable {
         maximumDatabaseBytes: Int? = nil,
         pageCacheKibibytes: Int = 64,
         journal: JournalMode = .wal,
-        usesFileLocks: Bool = true
+        usesFileLocks: Bool = true,
+        newFilePageSize: Int? = nil
     ) {
         self.synchronous = synchronous
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -77,5 +85,9 @@ public struct DatabaseConfiguration: Sendable {
         self.pageCacheKibibytes = max(8, pageCacheKibibytes)
         self.journal = journal
         self.usesFileLocks = usesFileLocks
+        self.newFilePageSize = newFilePageSize.map { size in
+            // SQLite ignores a size that is not a power of two in 512...65536; so does this.
+            (512...65536).contains(size) && size & (size - 1) == 0 ? size : 4096
+        }
     }
 }

@@ -112,7 +112,8 @@ extension Database {
 
     /// The database's page size.
     func pageSize() throws(SQLiteError) -> Int {
-        let statement = try cachedStatement("PRAGMA page_size")
+        // Asked once per connection: not worth a place in its statement cache.
+        let statement = try makeStatement("PRAGMA page_size")
         defer { statement.reset() }
         return try statement.step() ? max(512, Int(statement.int64(at: 0))) : 4096
     }

@@ -217,20 +217,20 @@ import Testing
         }
     }
 
-    /// Past three quarters of the byte budget, files going idle give their
+    /// Past seven eighths of the byte budget, files going idle give their
     /// cached pages back instead of being closed: twenty users whose files
-    /// with their pages (about 52 kB each as estimated) would not fit in 850,000 bytes
-    /// all stay open, and read their rows again.
+    /// with their pages (about 31 kB each as estimated) would not fit in 580,000 bytes
+    /// all stay open (about 26 kB each without), and read their rows again.
     @Test func filesGoingIdleUnderMemoryPressureFreeTheirPagesAndStayOpen() throws {
-        let engine = try fixture.engine([fixture.module(Self.perUser)], maximumOpenDatabases: 100_000, maximumOpenBytes: 850_000)
+        let engine = try fixture.engine([fixture.module(Self.perUser)], maximumOpenDatabases: 100_000, maximumOpenBytes: 580_000)
         for user in 0..<20 {
             try engine.write("Diary", "write", #"["entry of \#(user)"]"#, user: "u\(user)")
             #expect(try engine.value("Diary", "read", user: "u\(user)") == [.string("entry of \(user)")])
             // With its pages, before any pressure, one file holds more than a twentieth of the budget.
-            if user == 0 { #expect(engine.openDatabaseCost.bytes > 850_000 / 20) }
+            if user == 0 { #expect(engine.openDatabaseCost.bytes > 580_000 / 20) }
         }
         #expect(engine.openDatabaseCount == 20)
-        #expect(engine.openDatabaseCost.bytes <= 850_000)
+        #expect(engine.openDatabaseCost.bytes <= 580_000)
         for user in 0..<20 {
             #expect(try engine.value("Diary", "read", user: "u\(user)") == [.string("entry of \(user)")])
         }

@@ -301,7 +301,12 @@ public final class GatewayServer: Sendable {
     /// sweep stop, the access log is written out, the watching threads end, the databases close, and the data
     /// folder's lock is given back. A second call, or one before `start()`, does nothing.
     public func shutdown() {
-        guard let running = running.withLock({ state in defer { state = nil }; return state }) else { return }
+        let taken = running.withLock { state -> Running? in
+            let taken = state
+            state = nil
+            return taken
+        }
+        guard let running = taken else { return }
         running.server.shutdown(gracePeriod: configuration.gracePeriod)
         running.metricsServer?.shutdown(gracePeriod: .seconds(1))
         running.sweep.stop()

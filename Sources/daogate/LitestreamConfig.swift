@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Gateway
 
 /// `daogate litestream-config`: the Litestream configuration that replicates every database of a data folder.
 ///
@@ -67,7 +68,7 @@ struct LitestreamConfig: ParsableCommand {
     ]
 
     /// The name of the marker the configuration leaves in the data folder.
-    static let marker = "litestream-config"
+    static let marker = GatewayServer.litestreamMarker
 
     /// The last characters of the names daogate gives databases, in the order groups deal them out: digits first,
     /// then hexadecimal letters, so that numbered and hexadecimal ids spread evenly over 2, 4 or 8 groups (and

@@ -1,12 +1,5 @@
 import ArgumentParser
-import DAODialect
-import DAOEngine
-import DAOStorage
-import DAOValue
-import Foundation
 import Gateway
-import HTTPTransport
-import JWT
 import Logging
 
 /// `daogate serve`: the modules of a folder as an HTTP API.
@@ -180,120 +173,27 @@ struct Serve: ParsableCommand {
 
     func run() throws {
         let settings = try Settings(self)
-        // Before any thread starts (the access log's writer among them): a thread that does not block SIGHUP would
-        // take one sent while the main thread is busy reloading, and die of it.
-        HTTPServer.blockTerminationSignals()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardOutput(label: label)
             handler.logLevel = settings.logLevel
             return handler
         }
-        let logger = Logger(label: "daogate")
-        // The JWT keys are read before anything else is opened: a bad key file stops the start at once.
-        let authentication = try settings.authentication(logger: logger)
-
-        let loaded = ModuleSet.load(settings.modules)
-        guard loaded.problems.isEmpty else {
-            for problem in loaded.problems { printToStandardError(problem.description) }
-            printToStandardError("daogate: \(loaded.problems.count) problem\(loaded.problems.count == 1 ? "" : "s") in \(settings.modules); not serving")
-            throw ExitCode(1)
-        }
-        // Full table scans are warnings, not errors: `daogate check --plans` lists them too.
-        for warning in loaded.warnings { logger.warning("\(warning)") }
-        let cipher = try settings.cipher()
-        if let ring = cipher?.keyring.snapshot {
-            let keys = ring.ids.map { "\($0) (\(ring.keys[$0]!.fingerprint))" }.joined(separator: ", ")
-            logger.info("encryption keys \(keys); new values use \(ring.current)")
-        }
-        let engineConfiguration = settings.engineConfiguration(cipher: cipher)
-        let httpConfiguration = settings.httpConfiguration
-        let outcome = try orStop { try DescriptorLimit.ensure(engine: engineConfiguration, threads: settings.threads,
-                                                              connections: httpConfiguration.connectionLimit) }
-        if case .raised(let from, let to) = outcome {
-            logger.notice("raised the file descriptor limit from \(from) to \(to)")
-        }
-        try FileManager.default.createDirectory(atPath: settings.data, withIntermediateDirectories: true)
-        try orStop { try DataFolderLock.take(folder: settings.data) }
-        UserDigest.setKey(try UserDigest.loadOrMakeKey(in: settings.data))
-        let events = EventLog(logger: logger)
-        let engine = try orStop { try Engine(modules: loaded.modules, configuration: engineConfiguration, observer: events) }
-        for (module, values) in try settings.globalArguments() {
-            try engine.setGlobalArguments(values, module: module)
-        }
-        if try orStop({ try engine.prepareCurrentVersionStorage(version: settings.deploymentVersion) }) {
-            logger.notice("deployment version \(settings.deploymentVersion): the current-version storage was reset")
-        }
-        let gateway = try Gateway(engine: engine, events: events,
-                                  configuration: try settings.gatewayConfiguration(authentication: authentication))
-        // CORS is a layer around the gateway, present only when origins are listed.
-        let responder: any HTTPResponder = settings.corsOrigins.isEmpty
-            ? gateway : CORSResponder(wrapping: gateway, policy: Gateway.corsPolicy(origins: Set(settings.corsOrigins)))
-        // The access log is buffered (see AccessLogWriter) and written out after the server's last request.
-        let accessLogWriter = settings.accessLog ? AccessLogWriter() : nil
-        accessLogWriter?.start()
-        let server = HTTPServer(
-            configuration: httpConfiguration,
-            responder: responder,
-            accessLog: accessLogWriter.map { writer in
-                Logger(label: "daogate.access") { AccessLogHandler(label: $0, writer: writer, logLevel: settings.logLevel) }
-            })
-        let metricsServer = settings.metricsListen.map { address in
-            HTTPServer(configuration: HTTPServerConfiguration(host: address.host, port: address.port, threads: 1,
-                                                              maximumBodySize: 0, connectionLimit: 16, connectionsPerAddress: 16),
-                       responder: gateway.metricsResponder(requiresAdmin: !Settings.isLoopback(address.host)))
-        }
-        // A shard compares its map's epoch with its peers' before it serves, then every few seconds.
-        gateway.watchShardEpochs()
-        try orStop {
-            do {
-                try server.start()
-                try metricsServer?.start()
-            } catch {
-                accessLogWriter?.stop()
-                throw error
-            }
-        }
-        let sweep = PurgeSweep(gateway: gateway, policy: settings.purge, logger: logger)
-        sweep.start()
-        logger.info("serving \(loaded.modules.count) modules from \(settings.modules), data in \(settings.data)")
-        logger.info("open database files held to \(settings.maximumOpenDescriptors) descriptors and \(settings.maximumOpenBytes) bytes; users' files: \(settings.userJournal.rawValue) journal")
-        // Litestream replicates WAL only: a rollback journal's commits never reach the replica.
-        let litestreamMarker = settings.data + "/" + LitestreamConfig.marker
-        if settings.userJournal != .wal, FileManager.default.fileExists(atPath: litestreamMarker) {
-            let configuration = (try? String(contentsOfFile: litestreamMarker, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            logger.warning("the data folder has a Litestream configuration (\(configuration), from daogate litestream-config) but users' files use a \(settings.userJournal.rawValue) journal: Litestream replicates WAL databases only, so users' writes are not replicated; serve with --user-journal wal")
-        }
-        // The first line is what scripts and tests parse; the others are for people.
-        print("daogate listening on \(server.url)")
-        if settings.explorer { print("daogate API explorer on \(server.url)/docs") }
-        print("daogate API on \(server.url)/dao/{module}/{method}")
-        print("daogate OpenAPI description on \(server.url)/openapi.json")
-        if !settings.corsOrigins.isEmpty { print("daogate CORS origins: \(settings.corsOrigins.joined(separator: ", "))") }
-        if let metricsServer { print("daogate metrics on \(metricsServer.url)/metrics") }
-        fflush(nil)
-
-        // One reload reads again what the server reads from files: SIGHUP, POST /admin/reload and a change of
-        // the JWT key files all call it.
-        if let tls = settings.tls { gateway.state.reloadsCertificate(of: server, file: tls.certificateFile) }
-        gateway.state.watchKeyFiles()
-        let signal = HTTPServer.waitForTerminationSignal { gateway.state.reload(reason: "SIGHUP") }
-        logger.notice("signal \(signal): finishing in-flight requests")
-        server.shutdown(gracePeriod: .seconds(10))
-        metricsServer?.shutdown(gracePeriod: .seconds(1))
-        sweep.stop()
-        accessLogWriter?.stop()
-        engine.shutdown()
-        logger.notice("stopped")
-        fflush(nil)
+        let server = GatewayServer(configuration: settings.serverConfiguration, logger: Logger(label: "daogate"))
+        try orStop { try server.run() }
     }
 }
 
-/// A step of the start whose failure stops it: the error printed as `daogate: …`, exit status 1.
+/// The server's start, stopped at one of its steps (`GatewayServer.StartFailure`): printed as `daogate: …` (a
+/// module folder's problems first, one a line), exit status 1. Any other error (a file of the options) is the
+/// command's run-time failure, `daogate serve: …`.
 func orStop<T>(_ step: () throws -> T) throws -> T {
     do {
         return try step()
-    } catch {
-        printToStandardError("daogate: \(error)")
+    } catch let failure as GatewayServer.StartFailure {
+        if case .modules(_, let problems) = failure {
+            for problem in problems { printToStandardError(problem.description) }
+        }
+        printToStandardError("daogate: \(failure)")
         throw ExitCode(1)
     }
 }

@@ -9,8 +9,9 @@ import HTTPTransport
 import JWT
 import Logging
 
-/// The serve options resolved: the command line, else the environment, else the default.
-struct Settings {
+/// The serve options resolved: the command line, else the environment, else the default. The files they name
+/// (keys, token, globals, shard map) are read by the server's start, through `StartFiles`.
+struct Settings: StartFiles {
     var modules: String
     var data: String
     var host: String
@@ -221,14 +222,31 @@ struct Settings {
         }
     }
 
-    /// The engine's configuration: the data folder, SQLite's settings, the budgets of open files, the cipher.
-    func engineConfiguration(cipher: Cipher?) -> Engine.Configuration {
+    /// The library server's configuration: the engine's, the HTTP server's and the gateway's settings, the
+    /// metrics address, CORS, the sweep, the deployment version; and these settings as the files the start reads
+    /// (`StartFiles`), whose errors name the options.
+    var serverConfiguration: GatewayServer.Configuration {
+        var configuration = GatewayServer.Configuration(modules: modules, data: data, http: httpConfiguration,
+                                                        gateway: gatewayConfiguration, files: self)
+        configuration.engine = engineConfiguration
+        configuration.metrics = metricsListen.map {
+            GatewayServer.MetricsAddress(host: $0.host, port: $0.port, requiresAdmin: !Self.isLoopback($0.host))
+        }
+        configuration.corsOrigins = corsOrigins
+        configuration.purge = purge
+        configuration.deploymentVersion = deploymentVersion
+        return configuration
+    }
+
+    /// The engine's configuration: the data folder, SQLite's settings, the budgets of open files (the cipher is
+    /// the start's, `cipher()`).
+    var engineConfiguration: Engine.Configuration {
         var configuration = Engine.Configuration(
             dataDirectory: data,
             database: DatabaseConfiguration(synchronous: synchronous, maximumReaders: max(2, threads),
                                             maximumDatabaseBytes: maximumDatabaseBytes),
             maximumOpenDatabases: maximumOpenDatabases, maximumOpenDescriptors: maximumOpenDescriptors,
-            maximumOpenBytes: maximumOpenBytes, cipher: cipher)
+            maximumOpenBytes: maximumOpenBytes)
         configuration.userJournal = userJournal
         configuration.maximumCommonBytes = maximumCommonBytes
         configuration.maximumStoragesPerUser = maximumStoragesPerUser
@@ -246,12 +264,11 @@ struct Settings {
             tls: tls)
     }
 
-    /// The gateway's configuration; the admin token and the shard map are read here.
-    func gatewayConfiguration(authentication: Authentication) throws -> GatewayConfiguration {
-        var configuration = GatewayConfiguration(adminToken: try adminToken(), memoryCaches: memoryCaches,
-                                                 maximumDiskCacheCapacity: maximumDiskCacheCapacity, accessLog: accessLog,
-                                                 separateMetrics: metricsListen != nil, authentication: authentication,
-                                                 shard: try shard(), modulesDirectory: modules)
+    /// The gateway's configuration (the admin token, the shard and the authentication are the start's, from the
+    /// files it reads).
+    var gatewayConfiguration: GatewayConfiguration {
+        var configuration = GatewayConfiguration(memoryCaches: memoryCaches, maximumDiskCacheCapacity: maximumDiskCacheCapacity,
+                                                 accessLog: accessLog)
         configuration.changeStreams = changeStreams
         configuration.explorer = explorer
         return configuration

@@ -31,6 +31,8 @@ public final class ServerState: Sendable {
     private let reloading = Mutex<Void>(())
     /// How the TLS certificate and key are read again (`reloadsCertificate`); nil: plain HTTP.
     private let certificate = Mutex<CertificateReload?>(nil)
+    /// Cleared at the server's shutdown (`stopWatching`): the threads that watch files and peers end.
+    private let watching = Atomic<Bool>(true)
 
     /// The state of a server answering with `engine`'s modules.
     init(engine: Engine, events: EventLog, configuration: GatewayConfiguration) throws {
@@ -123,11 +125,19 @@ public final class ServerState: Sendable {
     public func watchKeyFiles() {
         guard case .jwt(let verifier) = configuration.authentication else { return }
         Thread.detachNewThread { [self] in
-            while true {
+            while isWatching {
                 Thread.sleep(forTimeInterval: 1)
-                if verifier.keyFilesChanged { reload(reason: "a JWT key file changed") }
+                if isWatching, verifier.keyFilesChanged { reload(reason: "a JWT key file changed") }
             }
         }
+    }
+
+    /// Whether the watching threads (`watchKeyFiles`, `Gateway.watchShardEpochs`) go on.
+    var isWatching: Bool { watching.load(ordering: .relaxed) }
+
+    /// Ends the watching threads at their next turn (a server's shutdown): they reload and check nothing more.
+    public func stopWatching() {
+        watching.store(false, ordering: .relaxed)
     }
 }
 

@@ -33,16 +33,16 @@ extension Gateway {
     }
 
     /// At start, before the server listens: the first check (peers down do not hold the start up beyond their
-    /// timeout), then a thread repeating it every `shardEpochInterval`. Nothing on a server that is no shard.
+    /// timeout), then a thread repeating it every `shardEpochInterval` until the server stops (`ServerState.stopWatching`). Nothing on a server that is no shard.
     public func watchShardEpochs() {
         guard let shard = configuration.shard else { return }
         let gateway = self
         gateway.checkShardEpochs(shard, reason: "start")
         let interval = Double(Self.shardEpochInterval.components.seconds)
         Thread.detachNewThread {
-            while true {
+            while gateway.state.isWatching {
                 Thread.sleep(forTimeInterval: interval)
-                gateway.current.checkShardEpochs(shard, reason: "epoch check")
+                if gateway.state.isWatching { gateway.current.checkShardEpochs(shard, reason: "epoch check") }
             }
         }
     }

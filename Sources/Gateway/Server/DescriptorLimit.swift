@@ -7,7 +7,7 @@ import Glibc
 /// what the settings may need, before anything is served: the soft limit is
 /// raised when the hard one allows, and otherwise the server refuses to
 /// start, rather than answer calls with errors once the descriptors run out.
-struct DescriptorLimit {
+public struct DescriptorLimit {
     /// Descriptors the server needs besides its databases and connections:
     /// standard streams, listening sockets, and an epoll set and an eventfd per
     /// HTTP thread (measured: 10 at rest with 2 threads), plus room for the
@@ -23,7 +23,7 @@ struct DescriptorLimit {
     /// The default descriptor budget of the open database files: three
     /// quarters of the hard limit (what `ensure` may raise the soft one to),
     /// less the HTTP connections, at most 60,000 and at least 64.
-    static func defaultDatabaseDescriptors(connections: Int) -> Int {
+    public static func defaultDatabaseDescriptors(connections: Int) -> Int {
         var limits = rlimit()
         let hard = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limits) == 0 ? count(limits.rlim_max) : 1024
         return max(64, min(60_000, min(hard, 1 << 24) / 4 * 3 - connections))

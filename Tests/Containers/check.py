@@ -425,6 +425,12 @@ def compose(work, env):
     check(exit_code == "0", f"compose: shard-a under Litestream exited {exit_code} after SIGTERM; its warnings: {warned}")
     check(stop_seconds < 15, f"compose: shard-a's stop took {stop_seconds:.1f} s, the whole grace period; its warnings: {warned}")
     check("stopped" in logs and "litestream shut down" in logs, f"compose: shard-a's log does not say daogate stopped and Litestream shut down: {logs[-1500:]}")
+    # What the stopped shard's volume holds of the users it gave away: nothing (their files went with the move).
+    mount = podman("volume", "inspect", "docker_shard-a-data", "--format", "{{.Mountpoint}}", check_status=False)
+    users_folder = os.path.join(mount, "users") if mount else ""
+    again = sorted(name for name in (os.listdir(users_folder) if os.path.isdir(users_folder) else [])
+                   if name.endswith(".db") and name[2:-3] in in_bucket)
+    print(f"compose: shard-a's volume after its stop holds {len(again)} files of the moved users {again}", flush=True)
     print(f"compose: shard-a (Litestream and daogate) stopped in {stop_seconds:.2f} s, exit {exit_code}, "
           f"{len(last.acknowledged)} writes acknowledged just before; {last.statuses}", flush=True)
     figures["compose stop under Litestream"] = f"{stop_seconds:.2f} s, exit {exit_code}, the last write acknowledged just before the SIGTERM"

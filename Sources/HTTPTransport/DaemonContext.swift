@@ -150,8 +150,13 @@ extension DaemonContext {
         if state.bodyLimitExceeded {
             return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
         }
-        let response = responder.respond(to: state.request)
-        state.request.body = []
+        // The request is lent to the responder, not copied (a retain and release of each of its parts), and
+        // comes back without its body: the access log needs its method and path.
+        var request = HTTPRequest(method: "", path: "")
+        swap(&request, &state.request)
+        let response = responder.respond(to: request)
+        request.body = []
+        swap(&request, &state.request)
         return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
     }
 
@@ -204,7 +209,9 @@ extension DaemonContext {
         guard let handle = created else { return .NO }
         defer { MHD_destroy_response(handle) }
         for field in response.headers where !asciiCaseInsensitiveEquals(field.name, "Content-Length") {
-            if MHD_add_response_header(handle, field.name, field.value) == .NO {
+            // `withCString`: a native string's own bytes, or a small one's on the stack (no array made per field).
+            let added = field.name.withCString { name in field.value.withCString { MHD_add_response_header(handle, name, $0) } }
+            if added == .NO {
                 accessLog?.warning(
                     "response header refused by libmicrohttpd",
                     metadata: ["header": .string(escapingControlCharacters(field.name))]
@@ -295,11 +302,12 @@ struct RequestLinePieces: Sendable {
     let prefix: [UInt8]
     let answered: [UInt8]
     let notAnswered: [UInt8]
-    let duration = Array(" duration_ms=".utf8)
-    let method = Array(" method=".utf8)
-    let path = Array(" path=".utf8)
-    let status = Array(" status=".utf8)
-    let termination = Array(" termination=".utf8)
+    // Literals: their bytes are in the binary, and reading them retains nothing.
+    let duration: StaticString = " duration_ms="
+    let method: StaticString = " method="
+    let path: StaticString = " path="
+    let status: StaticString = " status="
+    let termination: StaticString = " termination="
 
     init(label: String) {
         prefix = AccessLogLine.prefix(level: .info, label: label)

@@ -29,8 +29,13 @@ struct RequestFraming {
         self.version = version
         self.headers = headers
         self.transferEncoding = transferEncoding
-        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
-        path = String(validating: target[..<end], as: UTF8.self)
+        path = target.withUnsafeBufferPointer { bytes in
+            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+            let path = UnsafeBufferPointer(rebasing: bytes[..<end])
+            // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
+            for byte in path where byte >= 0x80 { return String(validating: path, as: UTF8.self) }
+            return String(decoding: path, as: UTF8.self)
+        }
     }
 
     /// Why the request must be refused, or nil when it may go on.
@@ -41,18 +46,19 @@ struct RequestFraming {
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
         // One pass over the fields: each name and value checked, the framing fields counted.
         var hosts = 0, lengths = 0, encodings = 0
-        for field in headers {
-            guard isToken(field.name) else {
+        // By index: each field is read where it is, not copied out (a retain and release of its name and value).
+        for index in headers.indices {
+            guard isToken(headers[index].name) else {
                 return .invalidRequest("a header field name holds a character a name cannot have")
             }
-            guard !containsControlOtherThanTab(field.value) else {
-                return .invalidRequest("the header field \(field.name.prefix(60)) holds a control character")
+            guard !containsControlOtherThanTab(headers[index].value) else {
+                return .invalidRequest("the header field \(headers[index].name.prefix(60)) holds a control character")
             }
-            if asciiCaseInsensitiveEquals(field.name, "Host") {
+            if asciiCaseInsensitiveEquals(headers[index].name, "Host") {
                 hosts += 1
-            } else if asciiCaseInsensitiveEquals(field.name, "Content-Length") {
+            } else if asciiCaseInsensitiveEquals(headers[index].name, "Content-Length") {
                 lengths += 1
-            } else if asciiCaseInsensitiveEquals(field.name, "Transfer-Encoding") {
+            } else if asciiCaseInsensitiveEquals(headers[index].name, "Transfer-Encoding") {
                 encodings += 1
             }
         }

@@ -23,7 +23,7 @@ extension Gateway {
             var body: [UInt8] = []
             body.reserveCapacity(128)
             Self.write(result, to: &body, encoding)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         } catch {
             throw Problem(error)
         }
@@ -75,7 +75,7 @@ extension Gateway {
                 Self.write(result, to: &body, encoding)
             }
             body += Array("]}".utf8)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         } catch {
             throw Problem(error)
         }

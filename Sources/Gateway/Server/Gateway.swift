@@ -87,6 +87,8 @@ public struct Gateway: HTTPResponder {
     public static let storageHeader = "X-Storage"
     /// `string` writes integers beyond ±(2^53 − 1) as JSON strings.
     public static let int64Header = "X-Int64-Format"
+    /// The header fields of a JSON response, made once (not an array per response).
+    static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
 
     /// A server over the engine's modules (a new `ServerState`); `GET /openapi.json` answers with
     /// their description (`OpenAPIDescription`), made once here.
@@ -177,7 +179,7 @@ public struct Gateway: HTTPResponder {
 
     /// `GET /openapi.json`, made once at start.
     func openAPIResponse() -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
+        HTTPResponse(status: 200, headers: Self.jsonHeaders, body: openAPIDocument)
     }
 
     /// `GET /events`: the admin sees every storage's events; anyone else shared storages' and their own.
@@ -329,7 +331,7 @@ public struct Gateway: HTTPResponder {
 
     /// A 200 `application/json` response.
     func json(_ value: Value, _ encoding: JSONWriteOptions = JSONWriteOptions()) -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: value.jsonBytes(options: encoding))
+        HTTPResponse(status: 200, headers: Self.jsonHeaders, body: value.jsonBytes(options: encoding))
     }
 }
 

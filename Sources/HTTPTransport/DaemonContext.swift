@@ -44,8 +44,8 @@ final class DaemonContext: Sendable {
 final class RequestState {
     /// `CLOCK_MONOTONIC` nanoseconds when the request line arrived, for the access log's duration.
     let started = monotonicNanoseconds()
-    /// The request target (path and query) as the client sent it, copied before libmicrohttpd cuts it.
-    let target: [UInt8]
+    /// The request target (path and query) as the client sent it, read before libmicrohttpd cuts it.
+    let target: RequestTarget
     /// The deadlines of the request's connection; nil without a watchdog.
     let connection: ConnectionDeadline?
     /// Set by the access handler's first call, once the headers are in.
@@ -57,7 +57,7 @@ final class RequestState {
     var status: Int?
     var logMetadata: [(name: String, value: String)] = []
 
-    init(target: [UInt8], connection: ConnectionDeadline?) {
+    init(target: RequestTarget, connection: ConnectionDeadline?) {
         self.target = target
         self.connection = connection
     }
@@ -79,13 +79,13 @@ extension DaemonContext {
         watchdog?.closed(Unmanaged<ConnectionDeadline>.fromOpaque(pointer).takeRetainedValue())
     }
 
-    /// The request line is in: the request's state, holding the target exactly as sent (libmicrohttpd then cuts
+    /// The request line is in: the request's state, with the target read as sent (libmicrohttpd then cuts
     /// the query off and decodes the path in place, into a C string that a `%00` would end).
     func arrive(target: UnsafePointer<CChar>, connection: OpaquePointer?) -> RequestState {
-        let bytes = UnsafeRawBufferPointer(start: target, count: strlen(target))
+        let bytes = UnsafeRawBufferPointer(start: target, count: strlen(target)).assumingMemoryBound(to: UInt8.self)
         let deadline = connection.flatMap(daogate_mhd_connection_context)
             .map { Unmanaged<ConnectionDeadline>.fromOpaque($0).takeUnretainedValue() }
-        return RequestState(target: Array(bytes), connection: deadline)
+        return RequestState(target: RequestTarget(bytes), connection: deadline)
     }
 
     /// The access handler's first call, once the headers are in: builds the request, or refuses it at once.
@@ -335,19 +335,24 @@ private func isAccessLogOwnField(_ name: String) -> Bool {
 
 /// The length a `Content-Length` value declares (libmicrohttpd has already refused a malformed one); a run of digits too long for 64 bits counts as the largest length.
 private func declaredLength(_ value: String) -> UInt64? {
-    var digits = value.utf8[...]
-    while let first = digits.first, first == 0x20 || first == 0x09 { digits = digits.dropFirst() }
-    while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
-    guard !digits.isEmpty else { return nil }
-    var length: UInt64 = 0
-    for digit in digits {
-        guard (0x30...0x39).contains(digit) else { return nil }
-        let (shifted, overflowed) = length.multipliedReportingOverflow(by: 10)
-        let (sum, carried) = shifted.addingReportingOverflow(UInt64(digit - 0x30))
-        if overflowed || carried { return .max }
-        length = sum
+    var value = value
+    // A loop over the bytes in place (every request with a body asks).
+    return value.withUTF8 { bytes -> UInt64? in
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        guard start < end else { return nil }
+        var length: UInt64 = 0
+        for index in start..<end {
+            let digit = bytes[index]
+            guard (0x30...0x39).contains(digit) else { return nil }
+            let (shifted, overflowed) = length.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = shifted.addingReportingOverflow(UInt64(digit - 0x30))
+            if overflowed || carried { return .max }
+            length = sum
+        }
+        return length
     }
-    return length
 }
 
 /// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.

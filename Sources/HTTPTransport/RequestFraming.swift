@@ -9,8 +9,8 @@ import ASCIIBytes
 /// implementation (a proxy in front) could read differently is refused, so
 /// that the rest of a body can never run as a request of its own.
 struct RequestFraming {
-    /// The request target as the client sent it (path and query), as far as libmicrohttpd's copy goes.
-    let target: [UInt8]
+    /// What the request target held as the client sent it (path and query), as far as libmicrohttpd's copy goes.
+    let target: RequestTarget
     /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
     let targetIsWhole: Bool
     /// The protocol version of the request line (`HTTP/1.1`).
@@ -19,28 +19,22 @@ struct RequestFraming {
     let headers: [(name: String, value: String)]
     /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
     let transferEncoding: String?
-    /// The path of the target: up to the first `?`, when it is UTF-8 (validated once, here).
-    let path: String?
 
-    init(target: [UInt8], targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
+    init(target: RequestTarget, targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
          transferEncoding: String?) {
         self.target = target
         self.targetIsWhole = targetIsWhole
         self.version = version
         self.headers = headers
         self.transferEncoding = transferEncoding
-        path = target.withUnsafeBufferPointer { bytes in
-            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
-            let path = UnsafeBufferPointer(rebasing: bytes[..<end])
-            // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
-            for byte in path where byte >= 0x80 { return String(validating: path, as: UTF8.self) }
-            return String(decoding: path, as: UTF8.self)
-        }
     }
+
+    /// The path of the target: up to the first `?`, when it is UTF-8.
+    var path: String? { target.path }
 
     /// Why the request must be refused, or nil when it may go on.
     var refusal: TransportRefusal? {
-        guard targetIsWhole, !target.contains(where: isASCIIControl) else {
+        guard targetIsWhole, !target.holdsControl else {
             return .invalidRequest("the request target holds a control character")
         }
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
@@ -73,6 +67,35 @@ struct RequestFraming {
             }
         }
         return nil
+    }
+}
+
+/// What the transport keeps of a request target, read once from libmicrohttpd's copy of the request line's target
+/// before libmicrohttpd cuts the query off and decodes the path in place: its length, whether it holds a control
+/// byte, and its path (up to the first `?`) when that is UTF-8. No copy of the bytes is kept.
+struct RequestTarget {
+    /// The bytes libmicrohttpd's copy had (a raw NUL ends it early).
+    let count: Int
+    let holdsControl: Bool
+    let path: String?
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        count = bytes.count
+        var holdsControl = false
+        for byte in bytes where isASCIIControl(byte) {
+            holdsControl = true
+            break
+        }
+        self.holdsControl = holdsControl
+        let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+        let path = UnsafeBufferPointer(rebasing: bytes[..<end])
+        // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
+        var ascii = true
+        for byte in path where byte >= 0x80 {
+            ascii = false
+            break
+        }
+        self.path = ascii ? String(decoding: path, as: UTF8.self) : String(validating: path, as: UTF8.self)
     }
 }
 

@@ -108,14 +108,16 @@ extension DaemonContext {
             target: state.target,
             targetIsWhole: url.map { $0 + state.target.count + 1 } == version,
             version: version.map { String(cString: $0) } ?? "",
-            headers: headers,
-            transferEncoding: MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) }
+            headers: headers.fields,
+            facts: headers.facts,
+            transferEncoding: headers.facts.encodings > 0
+                ? MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) } : nil
         )
         state.request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: framing.path ?? "",
-            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND),
-            headers: headers
+            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields,
+            headers: headers.fields
         )
         if isDraining.load(ordering: .sequentiallyConsistent) {
             return refuse(.shuttingDown, state: state, connection: connection)
@@ -123,7 +125,7 @@ extension DaemonContext {
         if let refusal = framing.refusal {
             return refuse(refusal, state: state, connection: connection)
         }
-        if let length = state.request.firstValue(of: "Content-Length").flatMap(declaredLength) {
+        if let first = headers.facts.firstLength, let length = declaredLength(headers.fields[first].value) {
             if length > UInt64(maximumBodySize) {
                 return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
             }
@@ -355,17 +357,18 @@ private func declaredLength(_ value: String) -> UInt64? {
     }
 }
 
-/// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.
-private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
-    var fields: [(name: String, value: String)] = []
+/// The request's values of one kind (headers or query arguments), in order, and for headers what their bytes
+/// say (`HeaderFacts`); sizes are given, so a decoded `%00` is kept.
+private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> ConnectionValues {
+    var values = ConnectionValues()
     // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
     let count = MHD_get_connection_values_n(connection, kind, nil, nil)
-    guard count > 0 else { return fields }
-    fields.reserveCapacity(Int(count))
-    withUnsafeMutablePointer(to: &fields) { pointer in
+    guard count > 0 else { return values }
+    values.fields.reserveCapacity(Int(count))
+    withUnsafeMutablePointer(to: &values) { pointer in
         _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
     }
-    return fields
+    return values
 }
 
 /// A duration in milliseconds with three decimals, "12.345".

@@ -17,15 +17,18 @@ struct RequestFraming {
     let version: String
     /// The header fields, names as sent and values as libmicrohttpd keeps them.
     let headers: [(name: String, value: String)]
+    /// What the fields' bytes said as they were copied: the first field to refuse, the framing fields counted.
+    let facts: HeaderFacts
     /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
     let transferEncoding: String?
 
     init(target: RequestTarget, targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
-         transferEncoding: String?) {
+         facts: HeaderFacts, transferEncoding: String?) {
         self.target = target
         self.targetIsWhole = targetIsWhole
         self.version = version
         self.headers = headers
+        self.facts = facts
         self.transferEncoding = transferEncoding
     }
 
@@ -38,24 +41,14 @@ struct RequestFraming {
             return .invalidRequest("the request target holds a control character")
         }
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
-        // One pass over the fields: each name and value checked, the framing fields counted.
-        var hosts = 0, lengths = 0, encodings = 0
-        // By index: each field is read where it is, not copied out (a retain and release of its name and value).
-        for index in headers.indices {
-            guard isToken(headers[index].name) else {
-                return .invalidRequest("a header field name holds a character a name cannot have")
-            }
-            guard !containsControlOtherThanTab(headers[index].value) else {
-                return .invalidRequest("the header field \(headers[index].name.prefix(60)) holds a control character")
-            }
-            if asciiCaseInsensitiveEquals(headers[index].name, "Host") {
-                hosts += 1
-            } else if asciiCaseInsensitiveEquals(headers[index].name, "Content-Length") {
-                lengths += 1
-            } else if asciiCaseInsensitiveEquals(headers[index].name, "Transfer-Encoding") {
-                encodings += 1
-            }
+        // Each name and value was checked, and the framing fields counted, as the fields were copied (`HeaderFacts`).
+        switch facts.offense {
+        case .name?: return .invalidRequest("a header field name holds a character a name cannot have")
+        case .controlInValue(let index)?:
+            return .invalidRequest("the header field \(headers[index].name.prefix(60)) holds a control character")
+        case nil: break
         }
+        let hosts = facts.hosts, lengths = facts.lengths, encodings = facts.encodings
         if hosts > 1 { return .invalidRequest("the request has more than one Host field") }
         if lengths > 1 { return .invalidRequest("the request has more than one Content-Length field") }
         if encodings > 1 { return .invalidRequest("the request has more than one Transfer-Encoding field") }
@@ -99,24 +92,51 @@ struct RequestTarget {
     }
 }
 
-/// Whether a field name is a non-empty token: a plain loop over a native string's bytes.
-private func isToken(_ name: String) -> Bool {
-    guard !name.isEmpty else { return false }
-    let token = name.utf8.withContiguousStorageIfAvailable { bytes in
-        for byte in bytes where !isTokenCharacter(byte) { return false }
-        return true
+/// What the transport learns of the header fields while it copies them, from their raw bytes (every byte of
+/// every field passes here once, with no string made for it): the first field that must be refused, and the
+/// fields that frame the body.
+struct HeaderFacts {
+    enum Offense: Equatable {
+        /// A field name that is not a token.
+        case name
+        /// A value holding a control character other than a tab: the field's position.
+        case controlInValue(Int)
     }
-    return token ?? name.utf8.allSatisfy(isTokenCharacter)
+
+    /// The first field, in order, that the request is refused for.
+    private(set) var offense: Offense?
+    private(set) var hosts = 0, lengths = 0, encodings = 0
+    /// The position of the first `Content-Length` field.
+    private(set) var firstLength: Int?
+
+    /// One field, at `index` among the fields; `value` without its trailing whitespace.
+    mutating func note(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, at index: Int) {
+        if offense == nil {
+            if name.isEmpty || !name.allSatisfy(isTokenCharacter) {
+                offense = .name
+            } else if value.contains(where: { isASCIIControl($0) && $0 != 0x09 }) {
+                offense = .controlInValue(index)
+            }
+        }
+        if equalsIgnoringASCIICase(name, "Host") {
+            hosts += 1
+        } else if equalsIgnoringASCIICase(name, "Content-Length") {
+            lengths += 1
+            if firstLength == nil { firstLength = index }
+        } else if equalsIgnoringASCIICase(name, "Transfer-Encoding") {
+            encodings += 1
+        }
+    }
 }
 
-/// Whether a header value holds a control character other than a tab: a plain loop over a native string's
-/// bytes (every byte of every header of every request passes here; a bearer token is hundreds).
-private func containsControlOtherThanTab(_ value: String) -> Bool {
-    let found = value.utf8.withContiguousStorageIfAvailable { bytes in
-        for byte in bytes where isASCIIControl(byte) && byte != 0x09 { return true }
+/// Whether raw bytes are `literal` (ASCII) when letters are compared without case.
+private func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let expected = literal.utf8Start
+    for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] | 0x20 || !isASCIILetter(expected[index]) && bytes[index] != expected[index] {
         return false
     }
-    return found ?? value.utf8.contains { isASCIIControl($0) && $0 != 0x09 }
+    return true
 }
 
 /// `tchar` of RFC 9110 §5.6.2: what a field name is made of.

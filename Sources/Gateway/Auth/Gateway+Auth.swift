@@ -120,7 +120,7 @@ extension Gateway {
 
     /// A call of a module or method declared `access="admin"` is an admin's.
     func authorizeAccess(module name: String, method: String?, _ call: RouteCall) throws(Problem) {
-        guard let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
+        guard moduleSet.hasAdminOnlyAccess, let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
         do {
             try authorizeAdmin(call)
         } catch where error.errorCode == .auth(.adminClaimRequired) {

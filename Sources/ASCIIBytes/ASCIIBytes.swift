@@ -47,9 +47,16 @@ public func isIdentifier(_ text: some StringProtocol) -> Bool { isIdentifier(byt
 /// equate canonically equivalent ones).
 @inlinable
 public func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
-    // Names of other lengths, most of them, are told apart without reading a byte.
+    // Names of other lengths, most of them, are told apart without reading a byte, and without a call: inlined
+    // where it is asked (several header lookups per request, against literals whose length is known).
     guard a.utf8.count == b.utf8.count else { return false }
-    // A loop over both strings' bytes, without iterators (a hot path: several header lookups per request).
+    return asciiCaseInsensitiveEqualsOfSameLength(a, b)
+}
+
+/// `asciiCaseInsensitiveEquals` once the lengths are equal.
+@usableFromInline
+func asciiCaseInsensitiveEqualsOfSameLength(_ a: String, _ b: String) -> Bool {
+    // A loop over both strings' bytes, without iterators.
     var a = a, b = b
     return a.withUTF8 { left in
         b.withUTF8 { right in

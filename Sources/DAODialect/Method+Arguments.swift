@@ -18,7 +18,13 @@ extension Method {
     /// as a base64 string, decoded here once into the bytes that are bound.
     public func frame(arguments: Value, globals: [String: Value] = [:],
                       check: ArgumentCheck? = nil) throws(RenderError) -> Frame {
-        var locals = [Value](repeating: .null, count: localCount)
+        var locals: [Value]
+        if case .array(let values) = arguments, values.count == localCount {
+            // Every slot is an argument, given in order: the array is the frame's (copied only if a value is replaced).
+            locals = values
+        } else {
+            locals = [Value](repeating: .null, count: localCount)
+        }
         switch arguments {
         case .null:
             break
@@ -28,7 +34,9 @@ extension Method {
                     ? "takes no arguments, got \(values.count)"
                     : "takes \(self.arguments.count) argument\(self.arguments.count == 1 ? "" : "s") (\(argumentNames)), got \(values.count)")
             }
-            for (index, value) in values.enumerated() { locals[index] = value }
+            if values.count != localCount {
+                for (index, value) in values.enumerated() { locals[index] = value }
+            }
         case .object(let members):
             for (name, value) in members {
                 guard let index = self.arguments.firstIndex(where: { $0.name == name }) else {

@@ -62,6 +62,8 @@ public struct LeasedLRU<Key: Hashable, Value> {
         /// how many leases of any entry came between them tells a file used now and then from a busy one.
         public fileprivate(set) var leasedAt: UInt64 = 0
         public fileprivate(set) var previouslyLeasedAt: UInt64 = 0
+        /// Set when the entry leaves `entries`: a lease released after that changes nothing (told without a lookup).
+        fileprivate var isRemoved = false
         /// The idle list, least recently used first; only idle entries are in it.
         fileprivate var older: Entry?
         fileprivate var newer: Entry?
@@ -119,7 +121,7 @@ public struct LeasedLRU<Key: Hashable, Value> {
         precondition(entry.leases > 0, "LeasedLRU.release: the entry has no lease")
         entry.leases -= 1
         // Removed while leased: no longer counted.
-        guard entries[entry.key] === entry else { return }
+        guard !entry.isRemoved else { return }
         total = total - entry.cost + cost
         entry.cost = cost
         guard entry.leases == 0 else { return }
@@ -131,7 +133,7 @@ public struct LeasedLRU<Key: Hashable, Value> {
 
     /// Updates what a leased entry holds (a file that opened a reader).
     public mutating func recharge(_ entry: Entry, cost: ResourceCost) {
-        guard entries[entry.key] === entry else { return }
+        guard !entry.isRemoved else { return }
         total = total - entry.cost + cost
         entry.cost = cost
     }
@@ -183,6 +185,7 @@ public struct LeasedLRU<Key: Hashable, Value> {
     private mutating func remove(_ entry: Entry) {
         if entry.leases == 0 { unlinkIdle(entry) }
         entries[entry.key] = nil
+        entry.isRemoved = true
         total = total - entry.cost
         // A lease released after this must not count it again.
         entry.cost = .zero

@@ -112,6 +112,12 @@ private struct JSONParser {
                 skipWhitespace()
             case UInt8(ascii: "]"):
                 index += 1
+                if base == 0 {
+                    // Every pending value is this array's (a body's arguments, say): taken whole, not copied.
+                    var elements: [Value] = []
+                    swap(&elements, &pendingValues)
+                    return .array(elements)
+                }
                 let elements = Array(pendingValues[base...])
                 pendingValues.removeSubrange(base...)
                 return .array(elements)

@@ -243,6 +243,11 @@ struct AccessLogLine {
         piece.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
     }
 
+    /// A literal's bytes (a field's ` name=`).
+    mutating func append(_ piece: StaticString) {
+        piece.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
     private mutating func name(_ name: String) {
         bytes.append(0x20)
         appendUTF8(name)

@@ -42,6 +42,9 @@ final class ConnectionDeadline: Sendable {
 final class ConnectionWatchdog: Sendable {
     let headerTimeout: Duration
     let bodyTimeout: Duration
+    /// The timeouts in nanoseconds (0: none), converted once: every request starts two deadlines.
+    private let headerNanoseconds: UInt64
+    private let bodyNanoseconds: UInt64
     private let log: Logger?
     private let connections = Mutex<[ObjectIdentifier: ConnectionDeadline]>([:])
     private let running = Atomic<Bool>(false)
@@ -55,6 +58,8 @@ final class ConnectionWatchdog: Sendable {
         guard let shortest = timeouts.min() else { return nil }
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.headerNanoseconds = Self.nanoseconds(headerTimeout)
+        self.bodyNanoseconds = Self.nanoseconds(bodyTimeout)
         self.log = log
         self.tick = min(max(shortest / 10, .milliseconds(10)), .milliseconds(250))
     }
@@ -75,13 +80,13 @@ final class ConnectionWatchdog: Sendable {
     /// The next request's headers are awaited (a new connection, or the previous response sent).
     func awaitHeaders(_ connection: ConnectionDeadline) {
         connection.awaitingBody.store(false, ordering: .relaxed)
-        connection.deadline.store(Self.deadline(after: headerTimeout), ordering: .sequentiallyConsistent)
+        connection.deadline.store(Self.deadline(after: headerNanoseconds), ordering: .sequentiallyConsistent)
     }
 
     /// The headers are in; the body is awaited.
     func awaitBody(_ connection: ConnectionDeadline) {
         connection.awaitingBody.store(true, ordering: .relaxed)
-        connection.deadline.store(Self.deadline(after: bodyTimeout), ordering: .sequentiallyConsistent)
+        connection.deadline.store(Self.deadline(after: bodyNanoseconds), ordering: .sequentiallyConsistent)
     }
 
     /// The request is complete (or refused): nothing is awaited from the client until its answer is sent.
@@ -143,10 +148,16 @@ final class ConnectionWatchdog: Sendable {
         }
     }
 
-    /// The `CLOCK_MONOTONIC` instant `timeout` from now, in nanoseconds; 0 (no deadline) for a zero timeout.
-    private static func deadline(after timeout: Duration) -> UInt64 {
+    /// The `CLOCK_MONOTONIC` instant `nanoseconds` from now; 0 (no deadline) for a zero timeout.
+    private static func deadline(after nanoseconds: UInt64) -> UInt64 {
+        guard nanoseconds > 0 else { return 0 }
+        return monotonicNanoseconds() + nanoseconds
+    }
+
+    /// A timeout in nanoseconds, 0 for none.
+    private static func nanoseconds(_ timeout: Duration) -> UInt64 {
         guard timeout > .zero else { return 0 }
         let (seconds, attoseconds) = timeout.components
-        return monotonicNanoseconds() + UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }

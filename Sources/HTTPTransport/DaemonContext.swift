@@ -44,8 +44,8 @@ final class DaemonContext: Sendable {
 final class RequestState {
     /// `CLOCK_MONOTONIC` nanoseconds when the request line arrived, for the access log's duration.
     let started = monotonicNanoseconds()
-    /// The request target (path and query) as the client sent it, copied before libmicrohttpd cuts it.
-    let target: [UInt8]
+    /// The request target (path and query) as the client sent it, read before libmicrohttpd cuts it.
+    let target: RequestTarget
     /// The deadlines of the request's connection; nil without a watchdog.
     let connection: ConnectionDeadline?
     /// Set by the access handler's first call, once the headers are in.
@@ -57,7 +57,7 @@ final class RequestState {
     var status: Int?
     var logMetadata: [(name: String, value: String)] = []
 
-    init(target: [UInt8], connection: ConnectionDeadline?) {
+    init(target: RequestTarget, connection: ConnectionDeadline?) {
         self.target = target
         self.connection = connection
     }
@@ -79,13 +79,13 @@ extension DaemonContext {
         watchdog?.closed(Unmanaged<ConnectionDeadline>.fromOpaque(pointer).takeRetainedValue())
     }
 
-    /// The request line is in: the request's state, holding the target exactly as sent (libmicrohttpd then cuts
+    /// The request line is in: the request's state, with the target read as sent (libmicrohttpd then cuts
     /// the query off and decodes the path in place, into a C string that a `%00` would end).
     func arrive(target: UnsafePointer<CChar>, connection: OpaquePointer?) -> RequestState {
-        let bytes = UnsafeRawBufferPointer(start: target, count: strlen(target))
+        let bytes = UnsafeRawBufferPointer(start: target, count: strlen(target)).assumingMemoryBound(to: UInt8.self)
         let deadline = connection.flatMap(daogate_mhd_connection_context)
             .map { Unmanaged<ConnectionDeadline>.fromOpaque($0).takeUnretainedValue() }
-        return RequestState(target: Array(bytes), connection: deadline)
+        return RequestState(target: RequestTarget(bytes), connection: deadline)
     }
 
     /// The access handler's first call, once the headers are in: builds the request, or refuses it at once.
@@ -108,14 +108,16 @@ extension DaemonContext {
             target: state.target,
             targetIsWhole: url.map { $0 + state.target.count + 1 } == version,
             version: version.map { String(cString: $0) } ?? "",
-            headers: headers,
-            transferEncoding: MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) }
+            headers: headers.fields,
+            facts: headers.facts,
+            transferEncoding: headers.facts.encodings > 0
+                ? MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) } : nil
         )
         state.request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "",
             path: framing.path ?? "",
-            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND),
-            headers: headers
+            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields,
+            headers: headers.fields
         )
         if isDraining.load(ordering: .sequentiallyConsistent) {
             return refuse(.shuttingDown, state: state, connection: connection)
@@ -123,7 +125,7 @@ extension DaemonContext {
         if let refusal = framing.refusal {
             return refuse(refusal, state: state, connection: connection)
         }
-        if let length = state.request.firstValue(of: "Content-Length").flatMap(declaredLength) {
+        if let first = headers.facts.firstLength, let length = declaredLength(headers.fields[first].value) {
             if length > UInt64(maximumBodySize) {
                 return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
             }
@@ -150,8 +152,13 @@ extension DaemonContext {
         if state.bodyLimitExceeded {
             return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
         }
-        let response = responder.respond(to: state.request)
-        state.request.body = []
+        // The request is lent to the responder, not copied (a retain and release of each of its parts), and
+        // comes back without its body: the access log needs its method and path.
+        var request = HTTPRequest(method: "", path: "")
+        swap(&request, &state.request)
+        let response = responder.respond(to: request)
+        request.body = []
+        swap(&request, &state.request)
         return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
     }
 
@@ -204,7 +211,9 @@ extension DaemonContext {
         guard let handle = created else { return .NO }
         defer { MHD_destroy_response(handle) }
         for field in response.headers where !asciiCaseInsensitiveEquals(field.name, "Content-Length") {
-            if MHD_add_response_header(handle, field.name, field.value) == .NO {
+            // `withCString`: a native string's own bytes, or a small one's on the stack (no array made per field).
+            let added = field.name.withCString { name in field.value.withCString { MHD_add_response_header(handle, name, $0) } }
+            if added == .NO {
                 accessLog?.warning(
                     "response header refused by libmicrohttpd",
                     metadata: ["header": .string(escapingControlCharacters(field.name))]
@@ -295,11 +304,12 @@ struct RequestLinePieces: Sendable {
     let prefix: [UInt8]
     let answered: [UInt8]
     let notAnswered: [UInt8]
-    let duration = Array(" duration_ms=".utf8)
-    let method = Array(" method=".utf8)
-    let path = Array(" path=".utf8)
-    let status = Array(" status=".utf8)
-    let termination = Array(" termination=".utf8)
+    // Literals: their bytes are in the binary, and reading them retains nothing.
+    let duration: StaticString = " duration_ms="
+    let method: StaticString = " method="
+    let path: StaticString = " path="
+    let status: StaticString = " status="
+    let termination: StaticString = " termination="
 
     init(label: String) {
         prefix = AccessLogLine.prefix(level: .info, label: label)
@@ -327,32 +337,38 @@ private func isAccessLogOwnField(_ name: String) -> Bool {
 
 /// The length a `Content-Length` value declares (libmicrohttpd has already refused a malformed one); a run of digits too long for 64 bits counts as the largest length.
 private func declaredLength(_ value: String) -> UInt64? {
-    var digits = value.utf8[...]
-    while let first = digits.first, first == 0x20 || first == 0x09 { digits = digits.dropFirst() }
-    while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
-    guard !digits.isEmpty else { return nil }
-    var length: UInt64 = 0
-    for digit in digits {
-        guard (0x30...0x39).contains(digit) else { return nil }
-        let (shifted, overflowed) = length.multipliedReportingOverflow(by: 10)
-        let (sum, carried) = shifted.addingReportingOverflow(UInt64(digit - 0x30))
-        if overflowed || carried { return .max }
-        length = sum
+    var value = value
+    // A loop over the bytes in place (every request with a body asks).
+    return value.withUTF8 { bytes -> UInt64? in
+        var start = 0, end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        guard start < end else { return nil }
+        var length: UInt64 = 0
+        for index in start..<end {
+            let digit = bytes[index]
+            guard (0x30...0x39).contains(digit) else { return nil }
+            let (shifted, overflowed) = length.multipliedReportingOverflow(by: 10)
+            let (sum, carried) = shifted.addingReportingOverflow(UInt64(digit - 0x30))
+            if overflowed || carried { return .max }
+            length = sum
+        }
+        return length
     }
-    return length
 }
 
-/// The request's values of one kind (headers or query arguments), in order; sizes are given, so a decoded `%00` is kept.
-private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
-    var fields: [(name: String, value: String)] = []
+/// The request's values of one kind (headers or query arguments), in order, and for headers what their bytes
+/// say (`HeaderFacts`); sizes are given, so a decoded `%00` is kept.
+private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> ConnectionValues {
+    var values = ConnectionValues()
     // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
     let count = MHD_get_connection_values_n(connection, kind, nil, nil)
-    guard count > 0 else { return fields }
-    fields.reserveCapacity(Int(count))
-    withUnsafeMutablePointer(to: &fields) { pointer in
+    guard count > 0 else { return values }
+    values.fields.reserveCapacity(Int(count))
+    withUnsafeMutablePointer(to: &values) { pointer in
         _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
     }
-    return fields
+    return values
 }
 
 /// A duration in milliseconds with three decimals, "12.345".

@@ -36,17 +36,19 @@ public struct HTTPRequest: Sendable {
     /// error, as every header the server reads takes one value: which one
     /// counts would be ambiguous, and a proxy in front could pick the other.
     public func header(_ name: String) throws(DuplicateHeader) -> String? {
-        var found: String?
-        for field in headers where asciiCaseInsensitiveEquals(field.name, name) {
+        // By index: each field's name is read where it is, not copied out with its value (a retain and release
+        // of each per field, on several lookups per request).
+        var found: Int?
+        for index in headers.indices where asciiCaseInsensitiveEquals(headers[index].name, name) {
             guard found == nil else { throw DuplicateHeader(name: name) }
-            found = field.value
+            found = index
         }
-        return found
+        return found.map { headers[$0].value }
     }
 
     /// The value of the first header field named `name`, nil when none was sent; allocates nothing.
     public func firstValue(of name: String) -> String? {
-        for field in headers where asciiCaseInsensitiveEquals(field.name, name) { return field.value }
+        for index in headers.indices where asciiCaseInsensitiveEquals(headers[index].name, name) { return headers[index].value }
         return nil
     }
 

@@ -86,7 +86,8 @@ func handleDiagnostic(_ cls: UnsafeMutableRawPointer?, _ format: UnsafePointer<C
     Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().diagnose(message)
 }
 
-/// Appends one header or query argument to the `[(name: String, value: String)]` that `cls` points to.
+/// Appends one header or query argument to the `ConnectionValues` that `cls` points to; a header field's raw
+/// bytes are checked on the way (`HeaderFacts`).
 ///
 /// libmicrohttpd drops the whitespace before a header value; the whitespace
 /// after it, not part of the value either (RFC 9110 §5.5), is dropped here.
@@ -100,13 +101,22 @@ func collectConnectionValue(
 ) -> MHD_Result {
     guard let cls else { return .NO }
     var valueBytes = UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : valueSize)
+    let nameBytes = UnsafeRawBufferPointer(start: key, count: key == nil ? 0 : keySize)
+    let values = cls.assumingMemoryBound(to: ConnectionValues.self)
     if kind == .HEADER_KIND {
         while let last = valueBytes.last, last == 0x20 || last == 0x09 {
             valueBytes = UnsafeRawBufferPointer(rebasing: valueBytes.dropLast())
         }
+        values.pointee.facts.note(name: nameBytes, value: valueBytes, at: values.pointee.fields.count)
     }
-    let name = String(decoding: UnsafeRawBufferPointer(start: key, count: key == nil ? 0 : keySize), as: UTF8.self)
-    let fields = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
-    fields.pointee.append((name: name, value: String(decoding: valueBytes, as: UTF8.self)))
+    let name = String(decoding: nameBytes, as: UTF8.self)
+    values.pointee.fields.append((name: name, value: String(decoding: valueBytes, as: UTF8.self)))
     return .YES
+}
+
+/// The header fields or query arguments of a request as `collectConnectionValue` collects them.
+struct ConnectionValues {
+    var fields: [(name: String, value: String)] = []
+    /// For header fields: what their bytes say of the request's framing.
+    var facts = HeaderFacts()
 }

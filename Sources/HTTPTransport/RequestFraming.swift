@@ -9,53 +9,46 @@ import ASCIIBytes
 /// implementation (a proxy in front) could read differently is refused, so
 /// that the rest of a body can never run as a request of its own.
 struct RequestFraming {
-    /// The request target as the client sent it (path and query), as far as libmicrohttpd's copy goes.
-    let target: [UInt8]
+    /// What the request target held as the client sent it (path and query), as far as libmicrohttpd's copy goes.
+    let target: RequestTarget
     /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
     let targetIsWhole: Bool
     /// The protocol version of the request line (`HTTP/1.1`).
     let version: String
     /// The header fields, names as sent and values as libmicrohttpd keeps them.
     let headers: [(name: String, value: String)]
+    /// What the fields' bytes said as they were copied: the first field to refuse, the framing fields counted.
+    let facts: HeaderFacts
     /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
     let transferEncoding: String?
-    /// The path of the target: up to the first `?`, when it is UTF-8 (validated once, here).
-    let path: String?
 
-    init(target: [UInt8], targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
-         transferEncoding: String?) {
+    init(target: RequestTarget, targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
+         facts: HeaderFacts, transferEncoding: String?) {
         self.target = target
         self.targetIsWhole = targetIsWhole
         self.version = version
         self.headers = headers
+        self.facts = facts
         self.transferEncoding = transferEncoding
-        let end = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
-        path = String(validating: target[..<end], as: UTF8.self)
     }
+
+    /// The path of the target: up to the first `?`, when it is UTF-8.
+    var path: String? { target.path }
 
     /// Why the request must be refused, or nil when it may go on.
     var refusal: TransportRefusal? {
-        guard targetIsWhole, !target.contains(where: isASCIIControl) else {
+        guard targetIsWhole, !target.holdsControl else {
             return .invalidRequest("the request target holds a control character")
         }
         guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
-        // One pass over the fields: each name and value checked, the framing fields counted.
-        var hosts = 0, lengths = 0, encodings = 0
-        for field in headers {
-            guard isToken(field.name) else {
-                return .invalidRequest("a header field name holds a character a name cannot have")
-            }
-            guard !containsControlOtherThanTab(field.value) else {
-                return .invalidRequest("the header field \(field.name.prefix(60)) holds a control character")
-            }
-            if asciiCaseInsensitiveEquals(field.name, "Host") {
-                hosts += 1
-            } else if asciiCaseInsensitiveEquals(field.name, "Content-Length") {
-                lengths += 1
-            } else if asciiCaseInsensitiveEquals(field.name, "Transfer-Encoding") {
-                encodings += 1
-            }
+        // Each name and value was checked, and the framing fields counted, as the fields were copied (`HeaderFacts`).
+        switch facts.offense {
+        case .name?: return .invalidRequest("a header field name holds a character a name cannot have")
+        case .controlInValue(let index)?:
+            return .invalidRequest("the header field \(headers[index].name.prefix(60)) holds a control character")
+        case nil: break
         }
+        let hosts = facts.hosts, lengths = facts.lengths, encodings = facts.encodings
         if hosts > 1 { return .invalidRequest("the request has more than one Host field") }
         if lengths > 1 { return .invalidRequest("the request has more than one Content-Length field") }
         if encodings > 1 { return .invalidRequest("the request has more than one Transfer-Encoding field") }
@@ -70,24 +63,80 @@ struct RequestFraming {
     }
 }
 
-/// Whether a field name is a non-empty token: a plain loop over a native string's bytes.
-private func isToken(_ name: String) -> Bool {
-    guard !name.isEmpty else { return false }
-    let token = name.utf8.withContiguousStorageIfAvailable { bytes in
-        for byte in bytes where !isTokenCharacter(byte) { return false }
-        return true
+/// What the transport keeps of a request target, read once from libmicrohttpd's copy of the request line's target
+/// before libmicrohttpd cuts the query off and decodes the path in place: its length, whether it holds a control
+/// byte, and its path (up to the first `?`) when that is UTF-8. No copy of the bytes is kept.
+struct RequestTarget {
+    /// The bytes libmicrohttpd's copy had (a raw NUL ends it early).
+    let count: Int
+    let holdsControl: Bool
+    let path: String?
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        count = bytes.count
+        var holdsControl = false
+        for byte in bytes where isASCIIControl(byte) {
+            holdsControl = true
+            break
+        }
+        self.holdsControl = holdsControl
+        let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+        let path = UnsafeBufferPointer(rebasing: bytes[..<end])
+        // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
+        var ascii = true
+        for byte in path where byte >= 0x80 {
+            ascii = false
+            break
+        }
+        self.path = ascii ? String(decoding: path, as: UTF8.self) : String(validating: path, as: UTF8.self)
     }
-    return token ?? name.utf8.allSatisfy(isTokenCharacter)
 }
 
-/// Whether a header value holds a control character other than a tab: a plain loop over a native string's
-/// bytes (every byte of every header of every request passes here; a bearer token is hundreds).
-private func containsControlOtherThanTab(_ value: String) -> Bool {
-    let found = value.utf8.withContiguousStorageIfAvailable { bytes in
-        for byte in bytes where isASCIIControl(byte) && byte != 0x09 { return true }
+/// What the transport learns of the header fields while it copies them, from their raw bytes (every byte of
+/// every field passes here once, with no string made for it): the first field that must be refused, and the
+/// fields that frame the body.
+struct HeaderFacts {
+    enum Offense: Equatable {
+        /// A field name that is not a token.
+        case name
+        /// A value holding a control character other than a tab: the field's position.
+        case controlInValue(Int)
+    }
+
+    /// The first field, in order, that the request is refused for.
+    private(set) var offense: Offense?
+    private(set) var hosts = 0, lengths = 0, encodings = 0
+    /// The position of the first `Content-Length` field.
+    private(set) var firstLength: Int?
+
+    /// One field, at `index` among the fields; `value` without its trailing whitespace.
+    mutating func note(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, at index: Int) {
+        if offense == nil {
+            if name.isEmpty || !name.allSatisfy(isTokenCharacter) {
+                offense = .name
+            } else if value.contains(where: { isASCIIControl($0) && $0 != 0x09 }) {
+                offense = .controlInValue(index)
+            }
+        }
+        if equalsIgnoringASCIICase(name, "Host") {
+            hosts += 1
+        } else if equalsIgnoringASCIICase(name, "Content-Length") {
+            lengths += 1
+            if firstLength == nil { firstLength = index }
+        } else if equalsIgnoringASCIICase(name, "Transfer-Encoding") {
+            encodings += 1
+        }
+    }
+}
+
+/// Whether raw bytes are `literal` (ASCII) when letters are compared without case.
+private func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let expected = literal.utf8Start
+    for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] | 0x20 || !isASCIILetter(expected[index]) && bytes[index] != expected[index] {
         return false
     }
-    return found ?? value.utf8.contains { isASCIIControl($0) && $0 != 0x09 }
+    return true
 }
 
 /// `tchar` of RFC 9110 §5.6.2: what a field name is made of.

@@ -120,7 +120,7 @@ extension Gateway {
 
     /// A call of a module or method declared `access="admin"` is an admin's.
     func authorizeAccess(module name: String, method: String?, _ call: RouteCall) throws(Problem) {
-        guard let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
+        guard moduleSet.hasAdminOnlyAccess, let module = engine.modules[name], module.isAdminOnly(method: method) else { return }
         do {
             try authorizeAdmin(call)
         } catch where error.errorCode == .auth(.adminClaimRequired) {
@@ -131,11 +131,12 @@ extension Gateway {
     }
 
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
+    /// The caller, when the request derived it, says it without a second look at the headers.
     func loggedUser(_ request: HTTPRequest, _ context: RequestContext) -> String? {
+        if let known = context.caller { return known.user?.rawValue }
         guard case .jwt(let verifier) = configuration.authentication else {
             return request.firstValue(of: Self.userHeader).flatMap { try? Self.decodedUserHeader($0) }
         }
-        if let known = context.caller { return known.user?.rawValue }
         guard let authorization = request.firstValue(of: "Authorization"), let token = Self.bearerToken(authorization) else { return nil }
         return verifier.cached(token)?.user.rawValue
     }

@@ -189,7 +189,7 @@ extension Gateway {
             body.reserveCapacity(64)
             value.writeJSON(to: &body, options: call.encoding)
             body.append(UInt8(ascii: "}"))
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         }
     }
 

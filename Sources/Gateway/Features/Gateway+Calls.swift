@@ -7,7 +7,7 @@ extension Gateway {
     /// by name or an array by position (or nothing).
     func call(_ routeCall: RouteCall, module: String, method: String) throws(Problem) -> HTTPResponse {
         let request = routeCall.request, encoding = routeCall.encoding
-        let arguments = try jsonBody(request)
+        let arguments = try jsonBody(routeCall)
         switch arguments {
         case .object, .array: break
         case .null where request.body.isEmpty: break
@@ -15,7 +15,7 @@ extension Gateway {
             // A literal `null` too: the description says object, and no body already means no arguments.
             throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
-        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(request, Self.tableHeader)))
+        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(routeCall, .table)))
         let context = try context(routeCall)
         try authorizeAccess(module: module, method: method, routeCall)
         do {
@@ -23,7 +23,7 @@ extension Gateway {
             var body: [UInt8] = []
             body.reserveCapacity(128)
             Self.write(result, to: &body, encoding)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         } catch {
             throw Problem(error)
         }
@@ -58,7 +58,7 @@ extension Gateway {
             }
             var table: String?
             switch members["table"] {
-            case nil, .null?: table = nonEmpty(try header(request, Self.tableHeader))
+            case nil, .null?: table = nonEmpty(try header(routeCall, .table))
             case .string(let name)?: table = name
             default: throw invalid("table must be a string")
             }
@@ -75,7 +75,7 @@ extension Gateway {
                 Self.write(result, to: &body, encoding)
             }
             body += Array("]}".utf8)
-            return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+            return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         } catch {
             throw Problem(error)
         }

@@ -139,7 +139,7 @@ extension Gateway {
             body.append(contentsOf: entry.encrypted ? #","encrypted":true"#.utf8 : #","encrypted":false"#.utf8)
             body.append(contentsOf: entry.purgeable ? #","purgeable":true}"#.utf8 : #","purgeable":false}"#.utf8)
         }
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: body)
+        return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
     }
 
     // MARK: Shared by the storage routes

@@ -1,3 +1,5 @@
+import ASCIIBytes
+import HTTPTransport
 import Sharding
 
 /// What the gateway learns about a request while answering it, carried explicitly with it (Hummingbird's
@@ -8,6 +10,9 @@ final class RequestContext: @unchecked Sendable {
     var caller: Caller?
     /// On a shard, what its admission admitted (`ShardAdmission`); nil elsewhere.
     var shardTicket: ShardTicket?
+    /// The header fields most requests have the gateway read, found in one walk when first asked
+    /// (`Gateway.header(_:_:)` with a `GatewayHeader`).
+    var headers: GatewayHeaders?
 
     init() {}
 }
@@ -21,5 +26,64 @@ final class ShardTicket: @unchecked Sendable {
 
     init(shard: Shard) {
         self.shard = shard
+    }
+}
+
+/// A header field the gateway reads on most requests.
+enum GatewayHeader: CaseIterable {
+    case user, storage, table, int64Format, contentType
+
+    var name: String {
+        switch self {
+        case .user: Gateway.userHeader
+        case .storage: Gateway.storageHeader
+        case .table: Gateway.tableHeader
+        case .int64Format: Gateway.int64Header
+        case .contentType: "Content-Type"
+        }
+    }
+}
+
+/// Where every `GatewayHeader` a request sent is among its fields, found in one walk over them (names compared
+/// without regard to ASCII case) instead of one walk per field read. Positions, not values: nothing to retain.
+struct GatewayHeaders {
+    /// A field's position: `none` when it was not sent, `more` when it was sent more than once.
+    static let none = -1, more = -2
+
+    private var user = none, storage = none, table = none, int64Format = none, contentType = none
+
+    init(_ request: HTTPRequest) {
+        for index in request.headers.indices {
+            let name = request.headers[index].name
+            // Told apart by length first: most fields (Host, Content-Length, Accept…) end there. The names are
+            // `GatewayHeader.name`'s, written out so that each is compared with a literal (`GatewayHeaderTests`).
+            switch name.utf8.count {
+            case 9:
+                if asciiCaseInsensitiveEquals(name, "X-User-Id") { Self.note(index, &user) }
+                else if asciiCaseInsensitiveEquals(name, "X-Storage") { Self.note(index, &storage) }
+            case 12:
+                if asciiCaseInsensitiveEquals(name, "Content-Type") { Self.note(index, &contentType) }
+                else if asciiCaseInsensitiveEquals(name, "X-Table-Name") { Self.note(index, &table) }
+            case 14:
+                if asciiCaseInsensitiveEquals(name, "X-Int64-Format") { Self.note(index, &int64Format) }
+            default:
+                break
+            }
+        }
+    }
+
+    private static func note(_ index: Int, _ position: inout Int) {
+        position = position == none ? index : more
+    }
+
+    /// The position of the header's field, `none` or `more`.
+    subscript(header: GatewayHeader) -> Int {
+        switch header {
+        case .user: user
+        case .storage: storage
+        case .table: table
+        case .int64Format: int64Format
+        case .contentType: contentType
+        }
     }
 }

@@ -301,6 +301,10 @@ struct Router: Sendable {
         let segments = path.withUTF8 { bytes -> Result<[String], Problem> in
             guard bytes.first == UInt8(ascii: "/") else { return .success([]) }
             var segments: [String] = []
+            // Allocated once, at its size, not grown segment by segment.
+            var count = 0
+            for byte in bytes where byte == UInt8(ascii: "/") { count += 1 }
+            segments.reserveCapacity(count)
             var start = 1
             for index in 1...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
                 switch decodeSegment(UnsafeBufferPointer(rebasing: bytes[start..<index])) {

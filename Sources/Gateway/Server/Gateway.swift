@@ -87,6 +87,8 @@ public struct Gateway: HTTPResponder {
     public static let storageHeader = "X-Storage"
     /// `string` writes integers beyond ±(2^53 − 1) as JSON strings.
     public static let int64Header = "X-Int64-Format"
+    /// The header fields of a JSON response, made once (not an array per response).
+    static let jsonHeaders: [(name: String, value: String)] = [("Content-Type", "application/json")]
 
     /// A server over the engine's modules (a new `ServerState`); `GET /openapi.json` answers with
     /// their description (`OpenAPIDescription`), made once here.
@@ -113,7 +115,7 @@ public struct Gateway: HTTPResponder {
         var encoding = JSONWriteOptions()
         let response: HTTPResponse
         do {
-            encoding = try int64Encoding(request)
+            encoding = try int64Encoding(request, context)
             response = try route(request, encoding, context)
         } catch {
             response = explained(error).response(encoding)
@@ -142,8 +144,8 @@ public struct Gateway: HTTPResponder {
         return response
     }
 
-    private func int64Encoding(_ request: HTTPRequest) throws(Problem) -> JSONWriteOptions {
-        switch try header(request, Self.int64Header)?.lowercased() {
+    private func int64Encoding(_ request: HTTPRequest, _ context: RequestContext) throws(Problem) -> JSONWriteOptions {
+        switch try header(request, .int64Format, context)?.lowercased() {
         case nil, "number": return JSONWriteOptions()
         case "string": return JSONWriteOptions(int64AsString: true)
         case let other?:
@@ -177,7 +179,7 @@ public struct Gateway: HTTPResponder {
 
     /// `GET /openapi.json`, made once at start.
     func openAPIResponse() -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: openAPIDocument)
+        HTTPResponse(status: 200, headers: Self.jsonHeaders, body: openAPIDocument)
     }
 
     /// `GET /events`: the admin sees every storage's events; anyone else shared storages' and their own.
@@ -236,7 +238,7 @@ public struct Gateway: HTTPResponder {
     func caller(_ call: RouteCall) throws(Problem) -> Caller {
         if let known = call.context.caller { return known }
         let request = call.request
-        var userHeader = try header(request, Self.userHeader)
+        var userHeader = try header(request, .user, call.context)
         if let sent = userHeader { userHeader = try Self.decodedUserHeader(sent) }
         var caller: Caller
         switch configuration.authentication {
@@ -249,7 +251,7 @@ public struct Gateway: HTTPResponder {
         case .jwt(let verifier):
             caller = try authenticate(verifier, request, userHeader: userHeader)
         }
-        let storage = nonEmpty(try header(request, Self.storageHeader))
+        let storage = nonEmpty(try header(request, .storage, call.context))
         if let storage, let problem = storageNameProblem(storage) {
             throw Problem(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
         }
@@ -269,6 +271,23 @@ public struct Gateway: HTTPResponder {
         }
     }
 
+    /// `header(_:_:)` for a field most requests have read: from the request's one walk over its fields, kept in
+    /// its context.
+    func header(_ request: HTTPRequest, _ header: GatewayHeader, _ context: RequestContext) throws(Problem) -> String? {
+        let headers = context.headers ?? GatewayHeaders(request)
+        context.headers = headers
+        switch headers[header] {
+        case GatewayHeaders.none: return nil
+        case GatewayHeaders.more: throw Problem(.duplicateHeader, "the header \(header.name) was sent more than once; it takes one value")
+        case let index: return request.headers[index].value
+        }
+    }
+
+    /// `header(_:_:)` for a field most requests have read, in a route's handler.
+    func header(_ call: RouteCall, _ header: GatewayHeader) throws(Problem) -> String? {
+        try self.header(call.request, header, call.context)
+    }
+
     /// The caller's user and storage, for the engine.
     func context(_ call: RouteCall) throws(Problem) -> CallContext {
         let caller = try caller(call)
@@ -283,7 +302,17 @@ public struct Gateway: HTTPResponder {
     /// The body as JSON: null when empty. A body needs `Content-Type: application/json`.
     func jsonBody(_ request: HTTPRequest) throws(Problem) -> Value {
         if request.body.isEmpty { return .null }
-        guard let type = try header(request, "Content-Type") else {
+        return try jsonBody(request, contentType: try header(request, "Content-Type"))
+    }
+
+    /// `jsonBody(_:)` in a route's handler, its `Content-Type` from the request's one walk over its fields.
+    func jsonBody(_ call: RouteCall) throws(Problem) -> Value {
+        if call.request.body.isEmpty { return .null }
+        return try jsonBody(call.request, contentType: try header(call, .contentType))
+    }
+
+    private func jsonBody(_ request: HTTPRequest, contentType: String?) throws(Problem) -> Value {
+        guard let type = contentType else {
             throw Problem(.unsupportedMediaType, "a body needs Content-Type: application/json")
         }
         guard Self.isJSON(type) else {
@@ -329,7 +358,7 @@ public struct Gateway: HTTPResponder {
 
     /// A 200 `application/json` response.
     func json(_ value: Value, _ encoding: JSONWriteOptions = JSONWriteOptions()) -> HTTPResponse {
-        HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: value.jsonBytes(options: encoding))
+        HTTPResponse(status: 200, headers: Self.jsonHeaders, body: value.jsonBytes(options: encoding))
     }
 }
 

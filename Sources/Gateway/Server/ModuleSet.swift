@@ -11,10 +11,13 @@ public final class ModuleSet: Sendable {
     public let engine: Engine
     /// `GET /openapi.json`'s body.
     let openAPIDocument: [UInt8]
+    /// Whether a module declares `access="admin"` (itself or a method): without one, no call looks for it.
+    let hasAdminOnlyAccess: Bool
 
     /// The set of `engine`'s modules, described once.
     init(engine: Engine, authentication: Authentication) throws {
         self.engine = engine
+        self.hasAdminOnlyAccess = engine.modules.values.contains { $0.adminOnly || !$0.adminOnlyMethods.isEmpty }
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
             jwt: { if case .jwt = authentication { true } else { false } }()))

@@ -47,7 +47,7 @@ let package = Package(
         // The SQLite layer: connections, statements and their cache, the
         // pool of a file's connections, SQLite errors. Knows nothing of DAO.
         .target(
-            name: "DAOSQLite",
+            name: "SQLiteDatabase",
             dependencies: ["DAOValue", "CSQLite"],
             swiftSettings: crossModule
         ),
@@ -55,14 +55,14 @@ let package = Package(
         // storage spaces, the registry of open files.
         .target(
             name: "DAOEngine",
-            dependencies: ["ASCIIBytes", "DAOSQLite", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"],
+            dependencies: ["ASCIIBytes", "SQLiteDatabase", "DAODialect", "DAOValue", "CSQLite", "COpenSSL", "CRE2"],
             swiftSettings: crossModule
         ),
         // The reference's other storage layers in the same files: the
         // key-value store, the LRU memory and disk caches.
         .target(
-            name: "DAOStorage",
-            dependencies: ["ASCIIBytes", "DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]
+            name: "DAOKeyValue",
+            dependencies: ["ASCIIBytes", "SQLiteDatabase", "DAOEngine", "DAOValue", "CSQLite"]
         ),
         // The HTTP transport: libmicrohttpd, requests and responses. Knows nothing of DAO.
         .target(
@@ -86,7 +86,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "JWT", "Sharding",
+                "HTTPTransport", "DAOEngine", "DAODialect", "DAOKeyValue", "DAOValue", "JWT", "Sharding",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenAPIKit", package: "OpenAPIKit"),
             ],
@@ -105,7 +105,7 @@ let package = Package(
             dependencies: [
                 "DAODialect",
                 "DAOEngine",
-                "DAOStorage",
+                "DAOKeyValue",
                 "DAOValue",
                 "Gateway",
                 "HTTPTransport",
@@ -124,13 +124,13 @@ let package = Package(
 
         .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
-        .testTarget(name: "DAOSQLiteTests", dependencies: ["DAOSQLite", "DAOEngine", "DAOValue", "CSQLite"]),
+        .testTarget(name: "SQLiteDatabaseTests", dependencies: ["SQLiteDatabase", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
-        .testTarget(name: "DAOStorageTests", dependencies: ["DAOStorage", "DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
+        .testTarget(name: "DAOKeyValueTests", dependencies: ["DAOKeyValue", "DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "HTTPTransportTests", dependencies: ["HTTPTransport"]),
         // Its TestTokens.swift (keys made by openssl, tokens signed by libcrypto) is GatewayTests' too, by a link.
         .testTarget(name: "JWTTests", dependencies: ["JWT", "DAOValue", "COpenSSL"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOStorage", "DAOValue", "COpenSSL", "JWT", "Sharding"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPTransport", "DAOEngine", "DAODialect", "DAOKeyValue", "DAOValue", "COpenSSL", "JWT", "Sharding"]),
         // Against a real `daogate serve` on a loopback port, with curl.
         .testTarget(name: "LiveTests", dependencies: ["DAOValue"]),
     ],

@@ -16,7 +16,7 @@ public struct TableChange: Sendable, Equatable {
 public struct ChangeEvent: Sendable {
     /// Increasing across every database of the process (so one stream can follow several and resume from one id).
     public let id: UInt64
-    public let location: StorageLocation
+    public let location: DatabaseLocation
     public let changes: [TableChange]
     /// Some rows went unnamed (a list cut at `maximumRowids`, or a transaction beyond `ChangeHooks.maximumRows`):
     /// a client should reload the tables named.
@@ -66,7 +66,7 @@ public final class ChangeFeed: Sendable {
 
     private struct State {
         var lastID: UInt64 = 0
-        var channels: [StorageLocation: Channel] = [:]
+        var channels: [DatabaseLocation: Channel] = [:]
     }
 
     public init(window: Int = 256, retention: Duration = .seconds(300), maximumIdleChannels: Int = 10_000) {
@@ -90,7 +90,7 @@ public final class ChangeFeed: Sendable {
     /// Starts delivering the events of `locations` to `subscriber`. `start` runs first, under the feed's lock
     /// (before any event is delivered), with the latest id and, given `after` (a Last-Event-ID's number), what
     /// the subscriber missed since that id or that it cannot tell; with nil, `.resumed([])`.
-    public func subscribe(_ subscriber: any ChangeSubscriber, to locations: [StorageLocation], after: UInt64?,
+    public func subscribe(_ subscriber: any ChangeSubscriber, to locations: [DatabaseLocation], after: UInt64?,
                           start: (Resumption, _ lastID: UInt64) -> Void) {
         state.withLock { state in
             var missed: [ChangeEvent] = []
@@ -111,7 +111,7 @@ public final class ChangeFeed: Sendable {
     }
 
     /// Stops delivering to `subscriber`; the databases' windows are kept for `retention`.
-    public func unsubscribe(_ subscriber: any ChangeSubscriber, from locations: [StorageLocation]) {
+    public func unsubscribe(_ subscriber: any ChangeSubscriber, from locations: [DatabaseLocation]) {
         let now = ContinuousClock.now
         state.withLock { state in
             for location in locations {
@@ -127,7 +127,7 @@ public final class ChangeFeed: Sendable {
     public func trim() {
         let now = ContinuousClock.now
         state.withLock { state in
-            var idle: [(StorageLocation, ContinuousClock.Instant)] = []
+            var idle: [(DatabaseLocation, ContinuousClock.Instant)] = []
             for (location, channel) in state.channels {
                 guard let since = channel.idleSince else { continue }
                 if now - since > retention {
@@ -146,14 +146,14 @@ public final class ChangeFeed: Sendable {
     }
 
     /// Whether `location`'s changes are wanted now (followed, or its window kept).
-    func isWatched(_ location: StorageLocation) -> Bool {
+    func isWatched(_ location: DatabaseLocation) -> Bool {
         guard channelCount.load(ordering: .relaxed) > 0 else { return false }
         return state.withLock { $0.channels[location] != nil }
     }
 
     /// Publishes one committed transaction of `location`: the rows of module tables (`module(of:)` names a
     /// table's module, nil for the storage layers' own tables), grouped by table and operation.
-    func publish(_ location: StorageLocation, _ rows: [RowChange], overflowed: Bool, module: (String) -> String?) {
+    func publish(_ location: DatabaseLocation, _ rows: [RowChange], overflowed: Bool, module: (String) -> String?) {
         var changes: [TableChange] = []
         var seen: [Int: Set<Int64>] = [:]
         var modules: [String: String?] = [:]

@@ -1,7 +1,7 @@
 import DAODialect
 
 /// The data folder's layout, written and read back in one place: where each storage location's file is
-/// (`StorageLocation`), and the folders of a shard's own state and of moved buckets' archives.
+/// (`DatabaseLocation`), and the folders of a shard's own state and of moved buckets' archives.
 ///
 ///     common.db                          the common space
 ///     users/<user file name>.db          a user's space
@@ -32,7 +32,7 @@ public struct DataFolder: Sendable, Equatable {
     // MARK: Storage locations
 
     /// A location's file, relative to the data folder.
-    public static func relativePath(of location: StorageLocation) -> String {
+    public static func relativePath(of location: DatabaseLocation) -> String {
         switch location {
         case .common(nil): common
         case .user(let user, nil): "\(users)/\(user.fileName).db"
@@ -44,7 +44,7 @@ public struct DataFolder: Sendable, Equatable {
 
     /// The location of a relative path, nil when none has it there: the inverse of `relativePath(of:)` (a
     /// custom storage's name must be one, a user's file name one's form, a bound file's path free of `..`).
-    public static func location(relativePath: String) -> StorageLocation? {
+    public static func location(relativePath: String) -> DatabaseLocation? {
         let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) else { return nil }
         func user(_ name: String) -> UserID? {
@@ -65,7 +65,7 @@ public struct DataFolder: Sendable, Equatable {
     }
 
     /// A location's file.
-    public func path(of location: StorageLocation) -> String { root + "/" + Self.relativePath(of: location) }
+    public func path(of location: DatabaseLocation) -> String { root + "/" + Self.relativePath(of: location) }
 
     /// The folder of a storage's users' files (the default storage's when nil).
     public func usersFolder(storage: String?) -> String {
@@ -98,7 +98,7 @@ public struct DataFolder: Sendable, Equatable {
     public var incoming: String { "\(shardState)/incoming" }
 
     /// Where a shard keeps its copy of a file of a bucket it moved away.
-    public func archivedCopy(of location: StorageLocation, bucket: Int) -> String {
+    public func archivedCopy(of location: DatabaseLocation, bucket: Int) -> String {
         "\(root)/\(Self.archive)/bucket-\(bucket)/\(Self.relativePath(of: location))"
     }
 }

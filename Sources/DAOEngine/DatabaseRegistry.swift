@@ -1,18 +1,18 @@
 import DAODialect
-import DAOSQLite
+import SQLiteDatabase
 import Foundation
 import Synchronization
 
 /// A database file in use by the engine: its connections, and the tables
 /// whose initializer and upgrades have been seen to this process.
 public final class OpenDatabase: Sendable {
-    public let location: StorageLocation
+    public let location: DatabaseLocation
     public let pool: DatabasePool
     /// What this process has seen set up in the file: kept by the registry
     /// across a close and a re-open, so a re-open does not check it again.
     let readiness: TableReadiness
 
-    init(location: StorageLocation, pool: DatabasePool, readiness: TableReadiness = TableReadiness()) {
+    init(location: DatabaseLocation, pool: DatabasePool, readiness: TableReadiness = TableReadiness()) {
         self.location = location
         self.pool = pool
         self.readiness = readiness
@@ -111,19 +111,19 @@ final class DatabaseRegistry: Sendable {
     /// The caps on what users and the common space store, and on users' storages.
     let quotas: DiskQuotas
 
-    private typealias Entry = LeasedLRU<StorageLocation, OpenDatabase>.Entry
+    private typealias Entry = LeasedLRU<DatabaseLocation, OpenDatabase>.Entry
 
     private struct State: ~Copyable {
-        var files: LeasedLRU<StorageLocation, OpenDatabase>
+        var files: LeasedLRU<DatabaseLocation, OpenDatabase>
         /// What was seen set up in files opened before, closed or not: a
         /// re-open does not check it again. Forgotten by a reset, and all at
         /// once past `rememberedLimit` files.
-        var readiness: [StorageLocation: TableReadiness] = [:]
+        var readiness: [DatabaseLocation: TableReadiness] = [:]
         var closed = false
         /// Scopes being reset: their databases may not open.
         var fences: [ResetScope] = []
         /// Files being opened outside the lock: another call to one waits for it instead of opening a second pool.
-        var opening: Set<StorageLocation> = []
+        var opening: Set<DatabaseLocation> = []
     }
 
     /// Files whose readiness is remembered at most (some hundred bytes each:
@@ -156,7 +156,7 @@ final class DatabaseRegistry: Sendable {
     /// How a location's connections are opened: the users' journal is for
     /// users' databases only, shared files keep WAL; a file is never larger
     /// than its group's cap (`DiskQuotas`), a bound file has none.
-    private func configuration(for location: StorageLocation) -> DatabaseConfiguration {
+    private func configuration(for location: DatabaseLocation) -> DatabaseConfiguration {
         guard case .user = location else {
             var shared = configuration
             shared.maximumDatabaseBytes = if case .common = location { quotas.commonBytes } else { nil }
@@ -167,11 +167,11 @@ final class DatabaseRegistry: Sendable {
     }
 
     /// The path of a location's file.
-    func path(of location: StorageLocation) -> String { root + "/" + location.relativePath }
+    func path(of location: DatabaseLocation) -> String { root + "/" + location.relativePath }
 
     /// Runs `body` with the location's database open, opening it (and
     /// creating its file) if needed.
-    func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
+    func withDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
         let entry = try acquire(location, creating: true)!
         defer { release(entry) }
         return try body(entry.value)
@@ -179,7 +179,7 @@ final class DatabaseRegistry: Sendable {
 
     /// Runs `body` with the location's database open if it has a file; nil,
     /// creating nothing, if it has none.
-    func withExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+    func withExistingDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
         guard let entry = try acquire(location, creating: false) else { return nil }
         defer { release(entry) }
         return try body(entry.value)
@@ -189,7 +189,7 @@ final class DatabaseRegistry: Sendable {
     /// this call had to open is closed again when `body` ends, unless a call
     /// leased it meanwhile, so that a walk over every file keeps no more of
     /// them open than the calls do, and evicts none of theirs for long.
-    func visitExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+    func visitExistingDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
         var opened = false
         guard let entry = try acquire(location, creating: false, opened: &opened) else { return nil }
         defer {
@@ -200,7 +200,7 @@ final class DatabaseRegistry: Sendable {
     }
 
     /// Closes a location's database if it is open and idle, remembering what was seen set up in it.
-    private func closeIfIdle(_ location: StorageLocation) {
+    private func closeIfIdle(_ location: DatabaseLocation) {
         let database: OpenDatabase? = state.withLock { state in
             guard let entry = state.files.entries[location], entry.leases == 0 else { return nil }
             state.files.remove(location)
@@ -214,13 +214,13 @@ final class DatabaseRegistry: Sendable {
     /// Out of file descriptors, the idle databases and readers give theirs
     /// back and the open is tried once more; then it is `overloaded`.
     /// A user's file in a custom storage is created only when the user may have one more (`DiskQuotas.admitting`).
-    private func acquire(_ location: StorageLocation, creating: Bool) throws(EngineError) -> Entry? {
+    private func acquire(_ location: DatabaseLocation, creating: Bool) throws(EngineError) -> Entry? {
         var opened = false
         return try acquire(location, creating: creating, opened: &opened)
     }
 
     /// As `acquire(_:creating:)`; `opened` tells whether this call opened the file.
-    private func acquire(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
+    private func acquire(_ location: DatabaseLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
         if creating, quotas.storagesPerUser != nil, case .user(_, _?) = location {
             if let entry = try acquireAdmitted(location, creating: false, opened: &opened) { return entry }
             do {
@@ -234,7 +234,7 @@ final class DatabaseRegistry: Sendable {
         return try acquireAdmitted(location, creating: creating, opened: &opened)
     }
 
-    private func acquireAdmitted(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
+    private func acquireAdmitted(_ location: DatabaseLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Entry? {
         var acquired: Acquired
         do {
             acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
@@ -268,7 +268,7 @@ final class DatabaseRegistry: Sendable {
     /// A lease of the location's open file; else the file opened, outside the registry's lock (an open costs
     /// some hundred microseconds, which every other call would wait out under it), the location marked as
     /// being opened meanwhile so that a second call waits for this one's pool instead of making another.
-    private func acquireUnlessFenced(_ location: StorageLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Acquired {
+    private func acquireUnlessFenced(_ location: DatabaseLocation, creating: Bool, opened: inout Bool) throws(EngineError) -> Acquired {
         let claim: Result<Acquired?, EngineError> = state.withLock { state in
             if state.closed { return .failure(EngineError(.storageFailed, "the engine is shut down")) }
             if !state.fences.isEmpty, state.fences.contains(where: { $0.contains(location) }) { return .success(.fenced) }
@@ -354,7 +354,7 @@ final class DatabaseRegistry: Sendable {
     /// and returned for the caller to close outside the lock. (A file's pages
     /// are freed only when no one holds its connection: the try-lock never
     /// waits under the registry's lock.)
-    private static func makeRoom(_ files: inout LeasedLRU<StorageLocation, OpenDatabase>) -> [OpenDatabase] {
+    private static func makeRoom(_ files: inout LeasedLRU<DatabaseLocation, OpenDatabase>) -> [OpenDatabase] {
         if files.total.bytes > files.budget.bytes {
             var trimmed: [(Entry, ResourceCost)] = []
             var excess = files.total.bytes - files.budget.bytes
@@ -394,7 +394,7 @@ final class DatabaseRegistry: Sendable {
     var openCost: ResourceCost { state.withLock { $0.files.total } }
 
     /// Closes a location's database if it is open and idle (before its file is removed).
-    func close(_ location: StorageLocation) -> Bool {
+    func close(_ location: DatabaseLocation) -> Bool {
         let result: (database: OpenDatabase?, closed: Bool) = state.withLock { state in
             guard let entry = state.files.entries[location] else {
                 state.readiness[location] = nil
@@ -460,7 +460,7 @@ struct ResetScope: Sendable, Equatable {
     /// The user's databases in every storage, `storage` aside.
     var everyStorage = false
 
-    func contains(_ location: StorageLocation) -> Bool {
+    func contains(_ location: DatabaseLocation) -> Bool {
         guard everyStorage else { return location.isIn(storage: storage, user: user) }
         guard case .user(let owner, _) = location else { return false }
         return owner == user

@@ -1,5 +1,5 @@
 import DAODialect
-import DAOSQLite
+import SQLiteDatabase
 import Foundation
 import Synchronization
 
@@ -53,7 +53,7 @@ final class DiskQuotas: Sendable {
     }
 
     /// The cap a location's file shares, nil when none applies.
-    func share(for location: StorageLocation) -> SizeShare? {
+    func share(for location: DatabaseLocation) -> SizeShare? {
         let group: Group
         let bytes: Int
         switch location {
@@ -86,7 +86,7 @@ final class DiskQuotas: Sendable {
         var sizes: [String: Int] = [:]
         for storage in storages {
             let name = storage.isEmpty ? nil : storage
-            let location: StorageLocation = switch group {
+            let location: DatabaseLocation = switch group {
             case .user(let user): .user(user, storage: name)
             case .common: .common(storage: name)
             }
@@ -105,13 +105,13 @@ final class DiskQuotas: Sendable {
     /// Runs `create`, which makes `location`'s file, unless that is a user's file in a custom storage and the
     /// user already has files in `storagesPerUser` other custom storages: then `too_many_storages`, and nothing
     /// is created.
-    func admitting<T>(_ location: StorageLocation, _ create: () throws -> T) throws -> T {
+    func admitting<T>(_ location: DatabaseLocation, _ create: () throws -> T) throws -> T {
         guard let storagesPerUser, case .user(let user, let storage?) = location else { return try create() }
         admission.lock()
         defer { admission.unlock() }
         if access(root + "/" + location.relativePath, F_OK) == 0 { return try create() }
         let others = Self.customStorages(root: root).filter { other in
-            other != storage && access(root + "/" + StorageLocation.user(user, storage: other).relativePath, F_OK) == 0
+            other != storage && access(root + "/" + DatabaseLocation.user(user, storage: other).relativePath, F_OK) == 0
         }
         guard others.count < storagesPerUser else {
             throw EngineError(.tooManyStorages, "this user has data in \(others.count) storages (X-Storage), as many as the server allows; storage '\(storage)' is not created. A storage of the user's reset (POST /storage/reset with X-Storage) makes room")

@@ -1,4 +1,4 @@
-import DAOSQLite
+import SQLiteDatabase
 import DAODialect
 import DAOValue
 

@@ -1,4 +1,4 @@
-import DAOSQLite
+import SQLiteDatabase
 import DAODialect
 import Foundation
 
@@ -32,20 +32,20 @@ extension Engine {
 
     /// Runs `body` with `location`'s database open (opened on demand). SQLite
     /// errors `body` throws become `EngineError`s (busy stays busy).
-    public func withOpenDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
+    public func withOpenDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
         try registry.withDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
     }
 
     /// As `withOpenDatabase`, for reads and deletions: nil, creating no file,
     /// when `location` has no database (an open one counts without a look at the disk).
-    public func withExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+    public func withExistingDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
         try registry.withExistingDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
     }
 
     /// As `withExistingDatabase`, for a walk over many files (the background
     /// sweep): a file this call opens is closed again afterwards, so the walk
     /// holds one file at a time and leaves the calls' open files in place.
-    public func visitExistingDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
+    public func visitExistingDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T? {
         try registry.visitExistingDatabase(location) { database in try Self.mappingSQLiteErrors { try body(database) } }
     }
 
@@ -60,10 +60,10 @@ extension Engine {
 
     /// The databases of a storage (the default one when nil) that exist on
     /// disk: its common database and every user's.
-    public func existingLocations(storage: String?) -> [StorageLocation] {
+    public func existingLocations(storage: String?) -> [DatabaseLocation] {
         let files = FileManager.default
-        var locations: [StorageLocation] = []
-        let common = StorageLocation.common(storage: storage)
+        var locations: [DatabaseLocation] = []
+        let common = DatabaseLocation.common(storage: storage)
         if files.fileExists(atPath: registry.path(of: common)) { locations.append(common) }
         let users = DataFolder(root: configuration.dataDirectory).usersFolder(storage: storage)
         for name in ((try? files.contentsOfDirectory(atPath: users)) ?? []).sorted() where name.hasSuffix(".db") {
@@ -73,12 +73,12 @@ extension Engine {
     }
 
     /// Whether a location's database file exists (without opening it).
-    public func exists(_ location: StorageLocation) -> Bool {
+    public func exists(_ location: DatabaseLocation) -> Bool {
         FileManager.default.fileExists(atPath: registry.path(of: location))
     }
 
     /// Bytes a location's database takes on disk: its file and its journal, write-ahead or rollback (0 when it has neither).
-    public func databaseBytes(_ location: StorageLocation) -> Int64 {
+    public func databaseBytes(_ location: DatabaseLocation) -> Int64 {
         let path = registry.path(of: location)
         var total: Int64 = 0
         for file in [path, path + "-wal", path + "-journal"] {
@@ -89,7 +89,7 @@ extension Engine {
     }
 
     /// Every user database on disk, of the default storage and the custom ones, with its bytes (`databaseBytes`).
-    public func userDatabaseUsage() -> [(location: StorageLocation, bytes: Int64)] {
+    public func userDatabaseUsage() -> [(location: DatabaseLocation, bytes: Int64)] {
         ([nil] + customStorages()).flatMap { storage in
             existingLocations(storage: storage).compactMap { location in
                 guard case .user = location else { return nil }

@@ -1,4 +1,4 @@
-import DAOSQLite
+import SQLiteDatabase
 import DAODialect
 import Foundation
 import DAOValue
@@ -22,7 +22,7 @@ public struct TableEvent: Sendable, Equatable, CustomStringConvertible {
     public var kind: Kind
     public var module: String
     public var table: String
-    public var location: StorageLocation
+    public var location: DatabaseLocation
     public var fromVersion: Version?
     public var toVersion: Version?
     public var error: String?
@@ -118,7 +118,7 @@ extension Engine {
     /// reference app's table, a bound file's) is refused to a caller who
     /// names it; a module whose own `tableName` it is adopts it, and records
     /// it as its own (unless not `adopting`: a reader's look, or a drop).
-    func claim(_ table: TableChoice, for module: Module, in location: StorageLocation, on db: Database,
+    func claim(_ table: TableChoice, for module: Module, in location: DatabaseLocation, on db: Database,
                adopting: Bool = true) throws(EngineError) {
         switch try owner(of: table.name, on: db) {
         case nil:
@@ -182,7 +182,7 @@ extension Engine {
     static let tableVersionsMigrated = "TableVersions.module"
 
     /// Returns the events to report once the writer is released.
-    private func bringUpToDate(_ module: Module, _ table: String, _ location: StorageLocation,
+    private func bringUpToDate(_ module: Module, _ table: String, _ location: DatabaseLocation,
                                on db: Database) throws(EngineError) -> [TableEvent] {
         func event(_ kind: TableEvent.Kind, from: Version? = nil, error: String? = nil) -> TableEvent {
             TableEvent(kind: kind, module: module.name, table: table, location: location,
@@ -231,7 +231,7 @@ extension Engine {
     }
 
     /// Runs the module's initializer for `table`; false when it has none.
-    private func runInitializer(_ module: Module, _ table: String, _ location: StorageLocation,
+    private func runInitializer(_ module: Module, _ table: String, _ location: DatabaseLocation,
                                 on db: Database) throws(EngineError) -> Bool {
         guard let name = module.initializer, let initializer = module.method(named: name) else { return false }
         let target = Target(module: module, method: initializer, location: location,

@@ -1,5 +1,5 @@
 import ASCIIBytes
-import DAOSQLite
+import SQLiteDatabase
 import DAODialect
 import DAOValue
 import Synchronization
@@ -210,7 +210,7 @@ public struct WriteResult: Sendable, Equatable {
 struct Target {
     let module: Module
     let method: Method
-    let location: StorageLocation
+    let location: DatabaseLocation
     let table: TableChoice
 }
 
@@ -242,7 +242,7 @@ extension Engine {
     }
 
     /// The database a module uses for a caller.
-    public func location(of module: Module, context: CallContext) throws(EngineError) -> StorageLocation {
+    public func location(of module: Module, context: CallContext) throws(EngineError) -> DatabaseLocation {
         if let database = module.database { return .file(database) }
         // The module's own storage was checked when it loaded.
         if let storage = context.storage, let problem = storageNameProblem(storage) {
@@ -396,13 +396,13 @@ func adapting<T>(_ body: () throws -> T) throws(EngineError) -> T {
 }
 
 extension Engine {
-    func withDatabase<T>(_ location: StorageLocation, _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T {
+    func withDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T {
         try adapting { try registry.withDatabase(location) { database in try body(database) } }
     }
 
     /// As `withDatabase`, for reads and for what is a no-op on an empty
     /// database: nil, creating no file, when the location has none.
-    func withDatabaseIfExists<T>(_ location: StorageLocation,
+    func withDatabaseIfExists<T>(_ location: DatabaseLocation,
                                  _ body: (OpenDatabase) throws(EngineError) -> T) throws(EngineError) -> T? {
         try adapting { try registry.withExistingDatabase(location) { database in try body(database) } }
     }

@@ -1,4 +1,4 @@
-import DAOSQLite
+import SQLiteDatabase
 import DAODialect
 
 /// Why a call, a transaction or a proxy operation failed; nothing it did was kept.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import DAODialect
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import Foundation
 import Gateway

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DAOEngine
-import DAOSQLite
+import SQLiteDatabase
 import DAOValue
 import Foundation
 import Gateway

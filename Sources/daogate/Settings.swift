@@ -1,7 +1,7 @@
 import ArgumentParser
 import DAOEngine
-import DAOSQLite
-import DAOStorage
+import SQLiteDatabase
+import DAOKeyValue
 import DAOValue
 import Foundation
 import Gateway

@@ -5,14 +5,14 @@ import Testing
 /// and a path no location has (outside the layout, `..`, a bad storage name, a name that is no user's file
 /// name) parses to none.
 @Suite struct DataFolderTests {
-    static let locations: [StorageLocation] = [
+    static let locations: [DatabaseLocation] = [
         .common(storage: nil), .common(storage: "archive2"),
         .user(try! UserID("ann"), storage: nil), .user(try! UserID("Ann@example.com"), storage: nil),
         .user(try! UserID("ann"), storage: "s-1"), .file("shared/books.db"),
     ]
 
     @Test(arguments: locations)
-    func everyLocationsPathReadsBackAsIt(_ location: StorageLocation) {
+    func everyLocationsPathReadsBackAsIt(_ location: DatabaseLocation) {
         let relative = DataFolder.relativePath(of: location)
         #expect(relative == location.relativePath)
         #expect(DataFolder.location(relativePath: relative) == location)
@@ -33,7 +33,7 @@ import Testing
         #expect(DataFolder.frozenBucket(marker: "frozen-17") == 17)
         #expect(DataFolder.frozenBucket(marker: "incoming") == nil)
         #expect(folder.incoming == "/data/shard/incoming")
-        let user = StorageLocation.user(try! UserID("ann"), storage: nil)
+        let user = DatabaseLocation.user(try! UserID("ann"), storage: nil)
         #expect(folder.archivedCopy(of: user, bucket: 3) == "/data/archive/bucket-3/users/p-ann.db")
         #expect(!DataFolder.isData(relativePath: "shard/incoming/x.db"))
         #expect(!DataFolder.isData(relativePath: "archive/bucket-3/users/p-ann.db"))

@@ -1,6 +1,6 @@
 import DAODialect
 import DAOEngine
-import DAOSQLite
+import SQLiteDatabase
 import DAOValue
 import Foundation
 import Synchronization

@@ -66,7 +66,7 @@ import Testing
     @Test func logsNeverShowTheUserID() throws {
         let user = try UserID("alice@example.com")
         #expect(!user.description.contains("alice"))
-        #expect(!StorageLocation.user(user, storage: nil).description.contains("alice"))
+        #expect(!DatabaseLocation.user(user, storage: nil).description.contains("alice"))
     }
 
     @Test func customStoragesHaveTheirOwnCommonAndUserDatabases() throws {

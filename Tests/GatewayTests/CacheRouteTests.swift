@@ -1,4 +1,4 @@
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import Gateway
 import Testing

@@ -1,6 +1,6 @@
 import DAODialect
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import Foundation
 import Gateway

@@ -1,4 +1,4 @@
-import DAOSQLite
+import SQLiteDatabase
 import DAOValue
 
 /// The columns of every table and view of a database, with their declared

@@ -1,13 +1,13 @@
 import DAODialect
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import JWT
 
 /// Every code the gateway answers with, by area, and its HTTP status: the one place an error becomes a status
 /// (PostgREST's `Error.hs`, each constructor with its status and code).
 ///
 /// The layers below the gateway name their errors without knowing HTTP (`EngineError.Code`, `RenderError.Code`,
-/// `StorageError.Code`, `TokenRefusal.Cause`); the gateway's own areas are declared here. A problem is made from
+/// `KeyValueError.Code`, `TokenRefusal.Cause`); the gateway's own areas are declared here. A problem is made from
 /// a code and a sentence (`Problem(.invalidBody, "…")`), a route declares the codes it can give
 /// (`Route.get(errors:)`), and the OpenAPI document lists the statuses of those codes. docs/errors.md lists
 /// every code at its status (`ProblemRemedyTests`).
@@ -20,7 +20,7 @@ public enum ErrorCode: Hashable, Sendable {
     case changeFeed(ChangeFeed)
     case engine(EngineError.Code)
     case render(RenderError.Code)
-    case storage(StorageError.Code)
+    case storage(KeyValueError.Code)
 
     /// The request itself: its framing, path, headers, body, and the route it reaches.
     public enum Request: String, Sendable, CaseIterable {
@@ -152,7 +152,7 @@ public enum ErrorCode: Hashable, Sendable {
         Request.allCases.map(ErrorCode.request) + Auth.allCases.map(ErrorCode.auth) + TokenRefusal.Cause.allCases.map(ErrorCode.token)
         + Admin.allCases.map(ErrorCode.admin) + Sharding.allCases.map(ErrorCode.sharding) + ChangeFeed.allCases.map(ErrorCode.changeFeed)
         + EngineError.Code.allCases.map(ErrorCode.engine) + RenderError.Code.allCases.map(ErrorCode.render)
-        + StorageError.Code.allCases.map(ErrorCode.storage)
+        + KeyValueError.Code.allCases.map(ErrorCode.storage)
 }
 
 /// The codes a route's method can give, as the route declares them (`Route.get(errors:)`): the OpenAPI document

@@ -1,6 +1,6 @@
 import DAODialect
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 
@@ -30,7 +30,7 @@ public struct Problem: Error, Sendable {
     init(_ code: ErrorCode.Sharding, _ detail: String) { self.init(.sharding(code), detail) }
     init(_ code: ErrorCode.ChangeFeed, _ detail: String) { self.init(.changeFeed(code), detail) }
     init(_ code: EngineError.Code, _ detail: String) { self.init(.engine(code), detail) }
-    init(_ code: StorageError.Code, _ detail: String) { self.init(.storage(code), detail) }
+    init(_ code: KeyValueError.Code, _ detail: String) { self.init(.storage(code), detail) }
 
     /// Every code the gateway can answer with, and its status (`ErrorCode.allCases`).
     public static let statusOfCode: [String: Int] = Dictionary(ErrorCode.allCases.map { ($0.name, $0.status) }) { first, _ in first }
@@ -60,7 +60,7 @@ public struct Problem: Error, Sendable {
         if let argument = error.argument { extensions["argument"] = .string(argument) }
     }
 
-    init(_ error: StorageError) {
+    init(_ error: KeyValueError) {
         self.init(.storage(error.code), error.message)
     }
 
@@ -69,7 +69,7 @@ public struct Problem: Error, Sendable {
     init(thrown error: any Error) {
         switch error {
         case let problem as Problem: self = problem
-        case let error as StorageError: self.init(error)
+        case let error as KeyValueError: self.init(error)
         case let error as EngineError: self.init(error)
         case let error as RenderError: self.init(error)
         case let error as JSONError: self.init(error)

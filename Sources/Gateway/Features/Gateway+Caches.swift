@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 
@@ -27,14 +27,14 @@ extension Gateway {
     }
 
     /// The cache a call names, where: its kind, name and location (the caller's, from the headers).
-    private func cacheScope(_ call: RouteCall) throws(Problem) -> (kind: CacheKind, name: String, location: StorageLocation) {
-        let location = try storageLocation(space: call.parameters.space, call)
+    private func cacheScope(_ call: RouteCall) throws(Problem) -> (kind: CacheKind, name: String, location: DatabaseLocation) {
+        let location = try databaseLocation(space: call.parameters.space, call)
         return (call.parameters.kind, call.parameters.cache, location)
     }
 
     /// `GET /lru/{kind}/{space}`: the space's caches.
     func cacheList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         return try storage { json(["caches": .array(try cacheList(call.parameters.kind, location))]) }
     }
 
@@ -46,7 +46,7 @@ extension Gateway {
 
     /// `GET /lru/memory/{space}/{cache}/exists/{key}`: without touching recency.
     func cacheEntryExists(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         return try storage {
             json(["exists": .bool(try memoryCaches.cache(call.parameters.cache, in: location).exists(call.parameters.key, now: clock.now()))])
         }
@@ -54,7 +54,7 @@ extension Gateway {
 
     // MARK: Caches
 
-    private func cacheList(_ kind: CacheKind, _ location: StorageLocation) throws -> [Value] {
+    private func cacheList(_ kind: CacheKind, _ location: DatabaseLocation) throws -> [Value] {
         switch kind {
         case .memory:
             return memoryCaches.list(in: location).map {
@@ -184,7 +184,7 @@ extension Gateway {
             case .memory: try memoryCaches.cache(name, in: location).get(key, now: clock.now())
             case .disk: try diskCaches.get(name, in: location, key: key)
             }
-            guard let value else { throw StorageError(.keyNotFound, "no entry under '\(key.prefix(200))' (or it expired)") }
+            guard let value else { throw KeyValueError(.keyNotFound, "no entry under '\(key.prefix(200))' (or it expired)") }
             var body = Array(#"{"value":"#.utf8)
             body.reserveCapacity(64)
             value.writeJSON(to: &body, options: call.encoding)
@@ -214,7 +214,7 @@ extension Gateway {
         }
     }
 
-    private func removeAll(_ kind: CacheKind, _ name: String, _ location: StorageLocation) throws -> Int {
+    private func removeAll(_ kind: CacheKind, _ name: String, _ location: DatabaseLocation) throws -> Int {
         switch kind {
         case .memory: try memoryCaches.cache(name, in: location).removeAll()
         case .disk: try diskCaches.removeAll(name, in: location)
@@ -285,7 +285,7 @@ extension Gateway {
 
     /// `GET /lru/memory/{space}/{cache}/peek`: entries without touching recency.
     func peek(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         let request = call.request, name = call.parameters.cache, encoding = call.encoding
         var count = 10
         if let text = request.queryValue("count") {

@@ -77,7 +77,7 @@ extension Gateway {
                 throw Problem(.invalidQuery, "unknown query argument '\(name.prefix(40))': /changes takes space, module and table")
             }
         }
-        var locations: [StorageLocation] = []
+        var locations: [DatabaseLocation] = []
         if spaces.contains("user"), let user = caller.user { locations.append(.user(user, storage: caller.storage)) }
         if spaces.contains("common") { locations.append(.common(storage: caller.storage)) }
         let lastEventID = nonEmpty(try header(request, "Last-Event-ID"))
@@ -143,7 +143,7 @@ final class ChangeStreams: Sendable {
     var count: Int { open.withLock { $0.listeners.count } }
 
     /// A new stream of `locations`' changes, or 429 beyond the limits.
-    func open(user: String?, locations: [StorageLocation], filter: ChangeFilter, lastEventID: String?,
+    func open(user: String?, locations: [DatabaseLocation], filter: ChangeFilter, lastEventID: String?,
               credential: StreamCredential? = nil) throws(Problem) -> HTTPStream {
         let resumeAfter: UInt64?? = lastEventID.map(parseEventID)
         let closing = Self.event(nil, "closing", ["reason": "shutdown"])
@@ -303,14 +303,14 @@ final class ChangeListener: ChangeSubscriber {
     let streams: ChangeStreams
     let stream: HTTPStream
     let user: String?
-    let locations: [StorageLocation]
+    let locations: [DatabaseLocation]
     let filter: ChangeFilter
     let credential: StreamCredential?
     /// The key generation the token last verified with; -1 until the keeper checked it once (the keys may
     /// have been swapped between the request's verification and the stream's opening).
     private let verifiedGeneration = Atomic<Int>(-1)
 
-    init(streams: ChangeStreams, stream: HTTPStream, user: String?, locations: [StorageLocation], filter: ChangeFilter,
+    init(streams: ChangeStreams, stream: HTTPStream, user: String?, locations: [DatabaseLocation], filter: ChangeFilter,
          credential: StreamCredential?) {
         self.streams = streams
         self.stream = stream

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 
@@ -23,7 +23,7 @@ extension Gateway {
     /// `after` of the next page.
     func kvList(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         let values: Bool
         switch request.queryValue("values") {
         case nil, "false": values = false
@@ -60,13 +60,13 @@ extension Gateway {
 
     /// `DELETE /kv/{space}/{business}`: every entry of the business.
     func kvDeleteBusiness(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         return try storage { json(["deleted": .integer(Int64(try kv.removeBusiness(call.parameters.business, in: location)))]) }
     }
 
     /// `PUT /kv/{space}/{business}/{key}`.
     func kvPut(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         let members = try bodyObject(call.request, allowed: ["value", "type", "encrypted", "purgeable"],
                                      example: #"{"value": …, "type": …, "encrypted": false, "purgeable": false}"#)
         guard let value = members["value"] else { throw Problem(.invalidBody, "the body needs a value") }
@@ -82,14 +82,14 @@ extension Gateway {
 
     /// `DELETE /kv/{space}/{business}/{key}`.
     func kvDelete(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         return try storage { json(["deleted": .bool(try kv.remove(call.parameters.business, call.parameters.key, in: location))]) }
     }
 
     /// `GET /kv/{space}/{business}/{key}`, the hot route of the store.
     func kvGet(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let request = call.request, business = call.parameters.business, key = call.parameters.key, encoding = call.encoding
-        let location = try storageLocation(space: call.parameters.space, call)
+        let location = try databaseLocation(space: call.parameters.space, call)
         var requested: KVType?
         var fallback: Value?
         if !request.query.isEmpty {
@@ -107,16 +107,16 @@ extension Gateway {
         return try storage {
             if let entry = try kv.get(business, key, in: location) {
                 if let requested, !entry.type.reads(as: requested) {
-                    throw StorageError(.typeMismatch, "\(business)/\(key) holds \(withIndefiniteArticle(entry.type.rawValue)), not \(withIndefiniteArticle(requested.rawValue))")
+                    throw KeyValueError(.typeMismatch, "\(business)/\(key) holds \(withIndefiniteArticle(entry.type.rawValue)), not \(withIndefiniteArticle(requested.rawValue))")
                 }
                 return Self.kvResponse(entry, isDefault: false, encoding)
             }
             guard let fallback else {
-                throw StorageError(.keyNotFound, "no value under \(business)/\(key.prefix(200)); ?default= answers for a missing key")
+                throw KeyValueError(.keyNotFound, "no value under \(business)/\(key.prefix(200)); ?default= answers for a missing key")
             }
             // The default has the type asked for, as the reference's typed getters return theirs.
             guard let type = requested ?? KVType.inferred(from: fallback) else {
-                throw StorageError(.invalidValue, "a null default needs ?type=")
+                throw KeyValueError(.invalidValue, "a null default needs ?type=")
             }
             let value = fallback == .null ? Value.null : try KVStore.conform(fallback, to: type)
             return Self.kvResponse(KVEntry(type: type, value: value, encrypted: false, purgeable: false, updated: 0),
@@ -146,7 +146,7 @@ extension Gateway {
 
     /// The database of `{space}` for the caller: `common`, or `user` (their own).
     /// The headers are checked whenever sent, as for DAO calls; the user id once.
-    func storageLocation(space: StorageSpace, _ call: RouteCall) throws(Problem) -> StorageLocation {
+    func databaseLocation(space: StorageSpace, _ call: RouteCall) throws(Problem) -> DatabaseLocation {
         let caller = try caller(call)
         switch space {
         case .common:

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 import Synchronization

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 
@@ -111,7 +111,7 @@ extension Gateway {
     /// Purges one user's database of a storage, or every database of it.
     func purge(storage: String?, user: UserID?) throws -> PurgeReport {
         var report = PurgeReport()
-        let locations = user.map { [StorageLocation.user($0, storage: storage)] } ?? engine.existingLocations(storage: storage)
+        let locations = user.map { [DatabaseLocation.user($0, storage: storage)] } ?? engine.existingLocations(storage: storage)
         for location in locations where user == nil || engine.exists(location) {
             let kv = try self.kv.purge(in: location)
             let disk = try diskCaches.purgeExpired(in: location)

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import Foundation
 import Logging
@@ -156,7 +156,7 @@ public final class PurgeSweep: Sendable {
         var stopping = false
         var running = false
         /// The files left to visit of the current walk, last first.
-        var queue: [StorageLocation] = []
+        var queue: [DatabaseLocation] = []
     }
     private let state = Mutex(State())
 
@@ -205,7 +205,7 @@ public final class PurgeSweep: Sendable {
         let engine = gateway.engine
         let started = ContinuousClock.now
         var report = SweepReport()
-        let batch: [StorageLocation] = state.withLock { state in
+        let batch: [DatabaseLocation] = state.withLock { state in
             if state.queue.isEmpty {
                 state.queue = ([nil] + engine.customStorages()).flatMap { engine.existingLocations(storage: $0) }.reversed()
             }
@@ -244,7 +244,7 @@ public final class PurgeSweep: Sendable {
         return report
     }
 
-    private func visit(_ location: StorageLocation, _ gateway: Gateway, _ report: inout SweepReport) {
+    private func visit(_ location: DatabaseLocation, _ gateway: Gateway, _ report: inout SweepReport) {
         let engine = gateway.engine
         do {
             let cutoff = gateway.clock.now() - policy.olderThan

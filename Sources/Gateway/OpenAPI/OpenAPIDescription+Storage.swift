@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import OpenAPIKit
 
 /// The key-value store, the LRU caches and cleanup. Each route of a space is

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import DAOValue
 import HTTPTransport
 import OpenAPIKit
@@ -190,7 +190,7 @@ struct RouteParameters {
         }
     }
 
-    private static func checked(_ value: String, _ check: (String) throws(StorageError) -> Void) throws(Problem) -> String {
+    private static func checked(_ value: String, _ check: (String) throws(KeyValueError) -> Void) throws(Problem) -> String {
         do {
             try check(value)
         } catch {

@@ -1,5 +1,5 @@
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import Synchronization
 
 /// Request counters for `GET /metrics`: one atomic counter per status, so

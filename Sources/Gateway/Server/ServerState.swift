@@ -1,6 +1,6 @@
 import DAODialect
 import DAOEngine
-import DAOStorage
+import DAOKeyValue
 import Foundation
 import HTTPTransport
 import Synchronization

@@ -131,7 +131,7 @@ extension Gateway {
     }
 
     /// The user databases of a bucket on this shard, in every storage.
-    func bucketLocations(_ bucket: Int, _ shard: Shard) -> [StorageLocation] {
+    func bucketLocations(_ bucket: Int, _ shard: Shard) -> [DatabaseLocation] {
         let buckets = shard.map.buckets
         return ([nil] + engine.customStorages()).flatMap { engine.existingLocations(storage: $0) }.filter { location in
             guard case .user(let user, _) = location else { return false }

@@ -485,6 +485,10 @@ def cluster(work):
                  f"{stop_seconds:.1f} s; {len(retried)} shutdown sync retries, the first: {retried[:1]}; the end of its log:\n{said[-2000:]}")
         print(f"shard b stopped after the move in {stop_seconds:.2f} s, exit {code} ({len(retried)} shutdown sync retries)", flush=True)
         b.start()
+        # HAProxy marked b down while it was stopped: its health check (every second) sends b's users to it again.
+        on_b = next(user for user in USERS if owner(user) == "b")
+        wait_for(lambda: request(BASE, "GET", "/kv/user/load/none?default=0", None, {"X-User-Id": on_b})[0] == 200,
+                 "HAProxy sending shard b's users to b again after its restart")
 
         # Shard a comes back with an empty disk (under the new map): it answers 421 for its old users.
         servers["a"].config = None

@@ -145,14 +145,10 @@ public final class GatewayServer: Sendable {
         self.logger = logger
     }
 
-    /// The gateway of a started server (nil before `start()` and after `shutdown()`).
-    public var gateway: Gateway? { running.withLock { $0?.gateway } }
     /// The API's base URL (`http://host:port`) once started.
     public var url: String? { running.withLock { $0?.server.url } }
     /// The API's port once started (the one picked for port 0).
     public var port: UInt16? { running.withLock { $0?.server.port } }
-    /// The metrics server's base URL once started, when it has its own address.
-    public var metricsURL: String? { running.withLock { $0?.metricsServer?.url } }
 
     /// `daogate serve`: blocks the termination signals (before any thread starts, so that none takes them), starts,
     /// reloads at each SIGHUP (`ServerState.reload`), and shuts down gracefully at SIGTERM or SIGINT.
@@ -161,7 +157,7 @@ public final class GatewayServer: Sendable {
         // take one sent while the main thread is busy reloading, and die of it.
         HTTPServer.blockTerminationSignals()
         try start()
-        guard let state = gateway?.state else { return }
+        guard let state = running.withLock({ $0?.gateway.state }) else { return }
         let signal = HTTPServer.waitForTerminationSignal { state.reload(reason: "SIGHUP") }
         logger.notice("signal \(signal): finishing in-flight requests", source: Self.logSource)
         shutdown()

@@ -3,9 +3,12 @@
 the system's libsqlite3 (the one daogate links) through ctypes, configured as
 daogate configures it (no memory statistics, no bulk page-cache allocation).
 
-Prints, per mode: descriptors and RSS per open connection (N files held open
-after a select and an insert each), and the cold costs in microseconds of
-open + PK select + close and of open + select + insert + close; then the cost
+Prints, per mode: the files on disk per database written, descriptors and RSS
+per open connection (N files held open after a select and an insert each), and
+the cold costs in microseconds of open + PK select + close and of open + select
++ insert + close; then a commit on a file held open in the rollback modes
+(`unix-none`, as daogate writes users' files; 3 interleaved rounds, medians);
+then the cost
 of open + select + close of a rollback file while 0, 2,000 and 9,000 others
 are held open, through SQLite's default `unix` VFS (which finds each file it
 opens in a list of every file open) and through `unix-none` (no file locks,
@@ -69,6 +72,7 @@ def measure(name, pragmas, count, folder):
         exec_(db, "insert or replace into t values (2, 'y')")
         held.append(db)
     fd1, rss1 = fds(), rss_kb()
+    on_disk = len(os.listdir(folder)) / count
     for db in held:
         lib.sqlite3_close_v2(db)
     def cold(sql):  # microseconds per open + sql + close
@@ -80,13 +84,13 @@ def measure(name, pragmas, count, folder):
         return (time.perf_counter() - start) / count * 1e6
     read_us = cold("select v from t where id = 1")
     write_us = cold("select v from t where id = 1; insert or replace into t values (3, 'z')")
-    print(f"| {name} | {(fd1 - fd0) / count:.2f} | {(rss1 - rss0) / count:.1f} | {read_us:.0f} | {write_us:.0f} |")
+    print(f"| {name} | {on_disk:.2f} | {(fd1 - fd0) / count:.2f} | {(rss1 - rss0) / count:.1f} | {read_us:.0f} | {write_us:.0f} |")
 
 def open_cost(vfs, held_count, folder):
     """µs per open + PK select + close of a rollback file while held_count others are open."""
     global VFS
     VFS = vfs
-    pragmas = "PRAGMA journal_mode=TRUNCATE"
+    pragmas = "PRAGMA journal_mode=DELETE"
     held = []
     for i in range(held_count):
         db = open_(f"{folder}/held-{i}.db", pragmas)
@@ -107,6 +111,31 @@ def open_cost(vfs, held_count, folder):
         lib.sqlite3_close_v2(db)
     return elapsed
 
+def commit_cost(modes, files=20, commits=10, rounds=3):
+    """µs per commit (`insert or replace` of one row) on files held open, by mode: medians of interleaved rounds."""
+    global VFS
+    VFS = b"unix-none"
+    folder = tempfile.mkdtemp(prefix="daogate-journal-")
+    costs = {mode: [] for mode in modes}
+    try:
+        for round_ in range(rounds):
+            for mode in modes:
+                held = []
+                for i in range(files):
+                    db = open_(f"{folder}/{mode}-{round_}-{i}.db", f"PRAGMA journal_mode={mode}")
+                    exec_(db, "create table if not exists t (id integer primary key, v text); insert or replace into t values (1, 'x')")
+                    held.append(db)
+                start = time.perf_counter()
+                for step in range(commits):
+                    for db in held:
+                        exec_(db, f"insert or replace into t values ({step}, 'value {step}')")
+                costs[mode].append((time.perf_counter() - start) / (files * commits) * 1e6)
+                for db in held:
+                    lib.sqlite3_close_v2(db)
+    finally:
+        shutil.rmtree(folder)
+    return {mode: sorted(values)[len(values) // 2] for mode, values in costs.items()}
+
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
 if len(sys.argv) > 2 and sys.argv[2] == "open-cost":  # in a process of its own
     folder = tempfile.mkdtemp(prefix="daogate-journal-")
@@ -126,8 +155,8 @@ if len(sys.argv) > 2:  # one mode, in a process of its own (so no mode reuses an
 version = ctypes.c_char_p
 lib.sqlite3_libversion.restype = ctypes.c_char_p
 print(f"SQLite {lib.sqlite3_libversion().decode()}, {count} files each, cache_size=-64, synchronous=NORMAL")
-print("| journal mode | fds per open file | RSS KB per open file | open+select+close µs | open+select+insert+close µs |")
-print("| --- | --- | --- | --- | --- |")
+print("| journal mode | files on disk per database | fds per open file | RSS KB per open file | open+select+close µs | open+select+insert+close µs |")
+print("| --- | --- | --- | --- | --- | --- |")
 sys.stdout.flush()
 import subprocess
 for name in MODES:
@@ -139,3 +168,7 @@ print("| --- | --- | --- | --- |")
 sys.stdout.flush()
 for vfs in ("unix", "unix-none"):
     subprocess.run([sys.executable, __file__, str(count), "open-cost", vfs], check=True)
+print()
+print("a commit on a file held open (µs, median of 3 interleaved rounds of 20 files × 10 commits, unix-none)")
+for mode, us in commit_cost(["truncate", "delete"]).items():
+    print(f"| {mode} | {us:.0f} |")

@@ -113,7 +113,7 @@ public final class DatabasePool: @unchecked Sendable {
             try openWriter(path: path, configuration: locking).close()
         }
         let database = try Database(path: path, readOnly: false, configuration: configuration)
-        let wanted = configuration.journal == .wal ? "wal" : "truncate"
+        let wanted = configuration.journal == .wal ? "wal" : "delete"
         do throws(SQLiteError) {
             let statement = try database.makeStatement("PRAGMA journal_mode = \(wanted)")
             let mode = try statement.step() ? statement.string(at: 0) : ""

@@ -44,6 +44,23 @@ import Testing
     }
 }
 
+/// A user's file is one file on disk in the default journal: no `-journal`
+/// stays beside it once its writes are answered.
+@Suite struct UserFilesOnDiskLiveTests {
+    @Test func eachUserWrittenLeavesOneFile() throws {
+        let server = try LiveServer(modules: "bench/modules")
+        for user in 0..<30 {
+            for id in 0..<3 {
+                let reply = try server.curl("/dao/UserItems/putItem", body: "[\(id), \"v\(id)\"]", headers: ["X-User-Id: f\(user)"])
+                #expect(reply.status == 200, "\(reply.body)")
+            }
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: server.data.path + "/users")
+        #expect(files.count == 30, "\(files.sorted())")
+        #expect(files.allSatisfy { $0.hasSuffix(".db") }, "\(files.sorted())")
+    }
+}
+
 /// One server per data folder: users' rollback files are written without
 /// SQLite's file locks, so a second server on the folder must not start.
 @Suite struct DataFolderLockLiveTests {

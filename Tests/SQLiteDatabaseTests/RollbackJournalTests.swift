@@ -26,7 +26,7 @@ import Testing
         let pool = try DatabasePool(path: folder.file(), configuration: rollback)
         try pool.write { try $0.execute("create table t (v integer); insert into t values (1)") }
         #expect(try pool.read { try $0.scalar("select count(*) from t") } == 1)
-        #expect(try pool.read { try $0.scalar("pragma journal_mode") } == "truncate")
+        #expect(try pool.read { try $0.scalar("pragma journal_mode") } == "delete")
         #expect(pool.openConnectionCount == 1)
         #expect(descriptorsInFolder() == 1)
         #expect(pool.resourceCost == ResourceCost(descriptors: 1, bytes: DatabasePool.bytesPerConnection(.rollback)
@@ -34,6 +34,33 @@ import Testing
         #expect(!exists(folder.file() + "-wal") && !exists(folder.file() + "-shm"))
         pool.close()
         #expect(descriptorsInFolder() == 0)
+    }
+
+    /// One file on disk per database: the `-journal` lives only while a write
+    /// runs, and a file an older daogate left with an empty one (in `TRUNCATE`
+    /// mode) loses it at its next write.
+    @Test func aWrittenFileLeavesNoJournalOnDisk() throws {
+        let pool = try DatabasePool(path: folder.file(), configuration: rollback)
+        try pool.write { try $0.execute("create table t (v integer); insert into t values (1)") }
+        try pool.write { database in
+            try database.execute("begin; insert into t values (2)")
+            #expect(exists(folder.file() + "-journal"))  // the write's own, while it runs
+            try database.execute("commit")
+        }
+        #expect(!exists(folder.file() + "-journal"))
+        pool.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == [(folder.file() as NSString).lastPathComponent])
+
+        var database: OpaquePointer?
+        #expect(sqlite3_open(folder.file("old.db"), &database) == SQLITE_OK)
+        #expect(sqlite3_exec(database, "pragma journal_mode = truncate; create table t (v integer); insert into t values (1)", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(database)
+        #expect(exists(folder.file("old.db") + "-journal"))
+        let old = try DatabasePool(path: folder.file("old.db"), configuration: rollback)
+        try old.write { try $0.execute("insert into t values (2)") }
+        #expect(!exists(folder.file("old.db") + "-journal"))
+        #expect(try old.read { try $0.scalar("select sum(v) from t") } == 3)
+        old.close()
     }
 
     /// A file written in WAL before (a user's file from an older daogate, or
@@ -178,7 +205,7 @@ import Testing
         wal.close()
         let pool = try DatabasePool(path: folder.file(), configuration: unlocked)
         #expect(try pool.read { try $0.scalar("select v from t") } == 5)
-        #expect(try pool.read { try $0.scalar("pragma journal_mode") } == "truncate")
+        #expect(try pool.read { try $0.scalar("pragma journal_mode") } == "delete")
         #expect(try vfsName(pool) == "unix-none")
     }
 

@@ -36,6 +36,10 @@ public final class DatabasePool: @unchecked Sendable {
     /// The thread inside a write body, 0 when none: re-entrant writes throw instead of deadlocking.
     private let writerThread = Atomic<UInt>(0)
     private let writerIsOpen = Atomic<Bool>(true)
+    /// True while a body runs on the writer (a write, or a read that found it free): a read that need not
+    /// wait goes to a reader on seeing it, without trying the writer's lock, whose failed try is a system
+    /// call (Linux's priority-inheritance futex) that threads reading one file at once would each make.
+    private let writerInUse = Atomic<Bool>(false)
     /// Counts the write bodies that have finished: a reader whose snapshot began
     /// at an older count must take a new one.
     private let writeGeneration = Atomic<UInt64>(0)
@@ -158,6 +162,8 @@ public final class DatabasePool: @unchecked Sendable {
                 return
             }
             writerThread.store(thread, ordering: .releasing)
+            writerInUse.store(true, ordering: .relaxed)
+            defer { writerInUse.store(false, ordering: .relaxed) }
             if let share {
                 share.cap.whileWriting(share.member) { allowance in
                     do {
@@ -237,6 +243,8 @@ public final class DatabasePool: @unchecked Sendable {
         func run(_ writer: inout PooledConnection?) {
             guard let connection = writer else { return }
             ran = true
+            writerInUse.store(true, ordering: .relaxed)
+            defer { writerInUse.store(false, ordering: .relaxed) }
             let database = connection.database
             database.isQueryOnly = true
             do { try body(database) } catch { failure = error }
@@ -257,6 +265,8 @@ public final class DatabasePool: @unchecked Sendable {
         }
         if waiting {
             writer.withLock { run(&$0) }
+        } else if writerInUse.load(ordering: .relaxed) {
+            return false
         } else {
             _ = writer.withLockIfAvailable { run(&$0) }
         }

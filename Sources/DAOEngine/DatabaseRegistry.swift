@@ -83,17 +83,29 @@ final class TableReadiness: Sendable {
     /// to be the module's own before it is) and without regard to ASCII case,
     /// as SQLite names tables; kept apart from the storage layers' names.
     /// Every call asks, so the key compares and hashes the names as they
-    /// are, building no string.
+    /// are, building no string: it folds their bytes into one word (FNV-1a,
+    /// the table's in lower case) as it is made, and the hasher is fed that
+    /// word, not a call per byte.
     struct ModuleTable: Hashable {
         let module: String
         let table: String
+        private let folded: UInt64
 
-        static func == (a: Self, b: Self) -> Bool { a.module == b.module && sameTable(a.table, b.table) }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(module)
-            for byte in table.utf8 { hasher.combine(byte >= 65 && byte <= 90 ? byte + 32 : byte) }
+        init(module: String, table: String) {
+            self.module = module
+            self.table = table
+            var folded: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in module.utf8 { folded = (folded ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            folded = (folded ^ 0xff) &* 0x100_0000_01b3  // between the names: ("ab", "c") is not ("a", "bc")
+            for byte in table.utf8 { folded = (folded ^ UInt64(byte >= 65 && byte <= 90 ? byte + 32 : byte)) &* 0x100_0000_01b3 }
+            self.folded = folded
         }
+
+        static func == (a: Self, b: Self) -> Bool {
+            a.folded == b.folded && a.module == b.module && sameTable(a.table, b.table)
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(folded) }
     }
 }
 

@@ -1,0 +1,203 @@
+/*
+ * The floor of a PK select over HTTP: libmicrohttpd and SQLite with nothing
+ * between them. It answers POST /dao/Demo/getItem-style requests (a body such
+ * as [123]) with {"result":"<content>"} read by a prepared
+ * `select content from demoTable where "index" = ?` on a WAL file with 1,000
+ * rows (made at start), one connection and one statement per worker thread,
+ * inside one read transaction kept open (as daogate keeps its read snapshot
+ * while nothing is written), or in autocommit with `autocommit` (a read
+ * transaction per lookup: SQLite locks the WAL index and checks the file's
+ * name on each, system calls included). No routing, no headers read, no JSON parsed beyond the
+ * digits, no access log: what any server must pay for this call on these two
+ * libraries, to measure daogate's own cost against.
+ *
+ *   gcc -O2 bench/sqlite_server.c -lmicrohttpd -lsqlite3 -o sqlite_server
+ *   sqlite_server PORT THREADS DATABASE [autocommit]
+ *
+ * The daemon is started as bench/constant_server.c starts it (daogate's
+ * flags and limits). It prints "listening on PORT" and runs until SIGTERM or
+ * SIGINT.
+ */
+#include <microhttpd.h>
+#include <sqlite3.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *database_path;
+static int kept_snapshot = 1;
+
+struct request {
+    char body[64];
+    size_t length;
+};
+
+static __thread sqlite3 *database;
+static __thread sqlite3_stmt *statement;
+
+static int prepare(void)
+{
+    if (statement != NULL)
+        return 1;
+    if (sqlite3_open_v2(database_path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_prepare_v3(database, "select content from demoTable where \"index\" = ?", -1,
+                           SQLITE_PREPARE_PERSISTENT, &statement, NULL) != SQLITE_OK)
+        return 0;
+    /* Nothing writes while this server runs, so the snapshot never goes stale. */
+    return kept_snapshot ? sqlite3_exec(database, "begin", NULL, NULL, NULL) == SQLITE_OK : 1;
+}
+
+static enum MHD_Result fail(struct MHD_Connection *connection, unsigned int status)
+{
+    static const char body[] = "{\"code\":\"failed\"}";
+    struct MHD_Response *response = MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result result = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **req_cls)
+{
+    (void)cls; (void)url; (void)version;
+    struct request *request = *req_cls;
+    if (request == NULL) {
+        request = calloc(1, sizeof *request);
+        if (request == NULL)
+            return MHD_NO;
+        *req_cls = request;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        size_t room = sizeof request->body - 1 - request->length;
+        size_t taken = *upload_data_size < room ? *upload_data_size : room;
+        memcpy(request->body + request->length, upload_data, taken);
+        request->length += taken;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") == 0) {  /* answers that it runs (bench/run waits for it so) */
+        static const char ok[] = "{}";
+        struct MHD_Response *response = MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
+        enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
+        MHD_destroy_response(response);
+        return result;
+    }
+    if (!prepare())
+        return fail(connection, 500);
+    const char *digits = request->body[0] == '[' ? request->body + 1 : request->body;
+    sqlite3_bind_int64(statement, 1, strtoll(digits, NULL, 10));
+    if (sqlite3_step(statement) != SQLITE_ROW) {
+        sqlite3_reset(statement);
+        return fail(connection, 404);
+    }
+    char out[512];
+    size_t length = 0;
+    memcpy(out, "{\"result\":\"", 11);
+    length = 11;
+    const unsigned char *content = sqlite3_column_text(statement, 0);
+    for (; content != NULL && *content != 0 && length < sizeof out - 8; content++) {
+        if (*content == '"' || *content == '\\')
+            out[length++] = '\\';
+        out[length++] = (char)*content;
+    }
+    sqlite3_reset(statement);
+    memcpy(out + length, "\"}", 2);
+    length += 2;
+    struct MHD_Response *response = MHD_create_response_from_buffer(length, out, MHD_RESPMEM_MUST_COPY);
+    if (response == NULL)
+        return MHD_NO;
+    MHD_add_response_header(response, "Content-Type", "application/json");
+    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static void completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                      enum MHD_RequestTerminationCode code)
+{
+    (void)cls; (void)connection; (void)code;
+    free(*req_cls);
+    *req_cls = NULL;
+}
+
+static int seed(void)
+{
+    sqlite3 *db;
+    if (sqlite3_open(database_path, &db) != SQLITE_OK)
+        return 0;
+    char *error = NULL;
+    int ok = sqlite3_exec(db,
+        "pragma journal_mode = wal; pragma synchronous = normal;"
+        "create table if not exists demoTable (\"index\" integer primary key, content text);"
+        "delete from demoTable;"
+        "with recursive n(i) as (select 1 union all select i + 1 from n where i < 1000)"
+        " insert into demoTable select i, 'content of row ' || i from n;",
+        NULL, NULL, &error) == SQLITE_OK;
+    if (!ok)
+        fprintf(stderr, "%s\n", error);
+    sqlite3_free(error);
+    sqlite3_close(db);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "autocommit") == 0)) {
+        fprintf(stderr, "usage: %s PORT THREADS DATABASE [autocommit]\n", argv[0]);
+        return 2;
+    }
+    kept_snapshot = argc == 4;
+    int port = atoi(argv[1]);
+    int threads = atoi(argv[2]);
+    database_path = argv[3];
+    if (port < 0 || port > 65535 || threads < 1) {
+        fprintf(stderr, "usage: %s PORT THREADS DATABASE (PORT 0-65535, THREADS >= 1)\n", argv[0]);
+        return 2;
+    }
+    if (!seed()) {
+        fprintf(stderr, "cannot make %s\n", database_path);
+        return 1;
+    }
+
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_port = htons((uint16_t)port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    struct MHD_Daemon *daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC,
+        (uint16_t)port, NULL, NULL, answer, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_END);
+    if (daemon == NULL) {
+        fprintf(stderr, "cannot listen on 127.0.0.1:%d\n", port);
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    printf("listening on %u\n", info != NULL ? (unsigned)info->port : (unsigned)port);
+    fflush(stdout);
+
+    int received = 0;
+    sigwait(&signals, &received);
+    MHD_stop_daemon(daemon);
+    return 0;
+}

@@ -5,16 +5,11 @@
  *   gcc -O2 bench/constant_server.c -lmicrohttpd -o constant_server
  *   constant_server PORT THREADS
  *
- * It uses the transport's flags and limits (internal polling thread + epoll,
- * a pool of THREADS threads, 30 s timeout, 1024 connections, 64 KiB per
- * connection), binds 127.0.0.1, and answers as the transport does: on the
- * request's last call, with a response copied from a buffer per request.
- * It prints "listening on PORT" and runs until SIGTERM or SIGINT.
+ * Its daemon is started with the transport's flags and limits (bench_daemon.h),
+ * and it answers as the transport does: on the request's last call, with a
+ * response copied from a buffer per request.
  */
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <signal.h>
+#include "bench_daemon.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +33,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
         *upload_data_size = 0;
         return MHD_YES;
     }
-    struct MHD_Response *response = MHD_create_response_from_buffer(
-        sizeof body - 1, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (response == NULL)
-        return MHD_NO;
-    MHD_add_response_header(response, "Content-Type", "application/json");
-    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
-    MHD_destroy_response(response);
-    return result;
+    return answer_json(connection, body, sizeof body - 1);
 }
 
 int main(int argc, char **argv)
@@ -61,41 +49,5 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    /* Blocked before the pool starts, so every worker inherits the mask and
-       sigwait below receives the signal. */
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, NULL);
-
-    struct sockaddr_in address;
-    memset(&address, 0, sizeof address);
-    address.sin_family = AF_INET;
-    address.sin_port = htons((uint16_t)port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-
-    struct MHD_Daemon *daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC,
-        (uint16_t)port, NULL, NULL, answer, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024,
-        /* The same per-connection pool as daogate (HTTPServer.swift): libmicrohttpd zeroes it after every
-           request, so the floor is libmicrohttpd's work at daogate's settings. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-        MHD_OPTION_END);
-    if (daemon == NULL) {
-        fprintf(stderr, "cannot listen on 127.0.0.1:%d\n", port);
-        return 1;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    printf("listening on %u\n", info != NULL ? (unsigned)info->port : (unsigned)port);
-    fflush(stdout);
-
-    int received = 0;
-    sigwait(&signals, &received);
-    MHD_stop_daemon(daemon);
-    return 0;
+    return serve_until_signal(port, threads, answer, NULL);
 }

@@ -14,15 +14,10 @@
  *   gcc -O2 bench/sqlite_server.c -lmicrohttpd -lsqlite3 -o sqlite_server
  *   sqlite_server PORT THREADS DATABASE [autocommit]
  *
- * The daemon is started as bench/constant_server.c starts it (daogate's
- * flags and limits). It prints "listening on PORT" and runs until SIGTERM or
- * SIGINT.
+ * Its daemon is started as bench/constant_server.c's (bench_daemon.h).
  */
-#include <microhttpd.h>
+#include "bench_daemon.h"
 #include <sqlite3.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,13 +105,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
     sqlite3_reset(statement);
     memcpy(out + length, "\"}", 2);
     length += 2;
-    struct MHD_Response *response = MHD_create_response_from_buffer(length, out, MHD_RESPMEM_MUST_COPY);
-    if (response == NULL)
-        return MHD_NO;
-    MHD_add_response_header(response, "Content-Type", "application/json");
-    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
-    MHD_destroy_response(response);
-    return result;
+    return answer_json(connection, out, length);
 }
 
 static void completed(void *cls, struct MHD_Connection *connection, void **req_cls,
@@ -166,38 +155,5 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, NULL);
-
-    struct sockaddr_in address;
-    memset(&address, 0, sizeof address);
-    address.sin_family = AF_INET;
-    address.sin_port = htons((uint16_t)port);
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-
-    struct MHD_Daemon *daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC,
-        (uint16_t)port, NULL, NULL, answer, NULL,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-        MHD_OPTION_END);
-    if (daemon == NULL) {
-        fprintf(stderr, "cannot listen on 127.0.0.1:%d\n", port);
-        return 1;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    printf("listening on %u\n", info != NULL ? (unsigned)info->port : (unsigned)port);
-    fflush(stdout);
-
-    int received = 0;
-    sigwait(&signals, &received);
-    MHD_stop_daemon(daemon);
-    return 0;
+    return serve_until_signal(port, threads, answer, completed);
 }

@@ -219,8 +219,18 @@ public final class DatabasePool: @unchecked Sendable {
             guard try readOnWriter(waiting: true, body) else { throw SQLiteError.closed }
             return
         }
-        if try readOnWriter(waiting: false, body) { return }
-        let reader = try checkOutReader()
+        // An idle reader first: it keeps its snapshot from call to call while nothing is written, so its read
+        // begins no transaction; on the writer each read is one (the WAL index's read lock, and the file's
+        // size asked of the system when the WAL is empty). The writer reads while no reader is open and idle,
+        // so a file read by one call at a time still needs one connection.
+        let reader: PooledConnection
+        if let idle = checkOutIdleReader() {
+            reader = idle
+        } else if try readOnWriter(waiting: false, body) {
+            return
+        } else {
+            reader = try checkOutReader()
+        }
         defer { checkIn(reader) }
         let generation = writeGeneration.load(ordering: .acquiring)
         if let snapshot = reader.snapshot, snapshot.generation != generation || coarseMilliseconds() &- snapshot.began > Self.maximumSnapshotMilliseconds {
@@ -272,6 +282,14 @@ public final class DatabasePool: @unchecked Sendable {
         }
         if let failure { throw failure }
         return ran
+    }
+
+    /// An open reader nobody is using, without waiting; nil when there is none.
+    private func checkOutIdleReader() -> PooledConnection? {
+        guard readerPermits.wait(timeout: .now()) == .success else { return nil }
+        if let reader = readers.withLock({ state in state.isClosed ? nil : state.idle.popLast() }) { return reader }
+        readerPermits.signal()
+        return nil
     }
 
     private func checkOutReader() throws(SQLiteError) -> PooledConnection {

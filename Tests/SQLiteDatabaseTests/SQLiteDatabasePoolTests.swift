@@ -94,6 +94,23 @@ import Testing
         #expect(pool.openConnectionCount == 2)
     }
 
+    /// Once a reader is open, reads go to it while it is idle, not to the free writer: it keeps its snapshot
+    /// from read to read (no read transaction each, as the writer's autocommit would begin), and takes a new
+    /// one after a write.
+    @Test func anOpenIdleReaderServesReadsBeforeTheWriter() throws {
+        let pool = try makePool()
+        _ = try pool.holdingWriter { try pool.read { try $0.scalar("select count(*) from t") } }
+        for _ in 0..<3 {
+            try pool.read { db in
+                #expect(db.isReadOnly)
+                #expect(db.isInTransaction)
+            }
+        }
+        try pool.write { try $0.execute("insert into t values (1)") }
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 1)
+        #expect(pool.openConnectionCount == 2)
+    }
+
     @Test func readsSeeCommittedWritesOnly() throws {
         let pool = try makePool()
         try pool.write { db in

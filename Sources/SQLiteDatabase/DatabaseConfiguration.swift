@@ -18,8 +18,8 @@ public enum JournalMode: String, Sendable, CaseIterable {
     /// database (the `-journal` lives only while a write runs; making it costs
     /// a sync of the folder per commit, which `TRUNCATE` spares at the price of
     /// an empty `-journal` beside every file written once: 0.75–0.88 of its
-    /// writes, docs/performance.md), one
-    /// descriptor per open file (two while a write runs) and no `-shm`, so three times as many
+    /// writes, docs/performance.md), one descriptor per open file (two while a
+    /// write runs) and no `-shm`, so three times as many
     /// files stay open under one descriptor limit and half the memory; but a
     /// commit syncs the journal and the file (two `fsync`s with `NORMAL`, which makes
     /// an acknowledged write durable on power loss; three with `FULL`), and

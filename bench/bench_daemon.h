@@ -14,14 +14,15 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Answers 200 with a JSON body copied into the response, as daogate's transport answers. */
-static inline enum MHD_Result answer_json(struct MHD_Connection *connection, const char *body, size_t length)
+/* Answers with a JSON body copied into the response, as daogate's transport answers. */
+static inline enum MHD_Result answer_json(struct MHD_Connection *connection, unsigned int status,
+                                          const char *body, size_t length)
 {
     struct MHD_Response *response = MHD_create_response_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (response == NULL)
         return MHD_NO;
     MHD_add_response_header(response, "Content-Type", "application/json");
-    enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
+    enum MHD_Result result = MHD_queue_response(connection, status, response);
     MHD_destroy_response(response);
     return result;
 }

@@ -33,7 +33,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
         *upload_data_size = 0;
         return MHD_YES;
     }
-    return answer_json(connection, body, sizeof body - 1);
+    return answer_json(connection, MHD_HTTP_OK, body, sizeof body - 1);
 }
 
 int main(int argc, char **argv)

@@ -6,13 +6,12 @@ daogate configures it (no memory statistics, no bulk page-cache allocation).
 Prints, per mode: the files on disk per database written, descriptors and RSS
 per open connection (N files held open after a select and an insert each), and
 the cold costs in microseconds of open + PK select + close and of open + select
-+ insert + close; then a commit on a file held open in the rollback modes
-(`unix-none`, as daogate writes users' files; 3 interleaved rounds, medians);
-then the cost
-of open + select + close of a rollback file while 0, 2,000 and 9,000 others
-are held open, through SQLite's default `unix` VFS (which finds each file it
-opens in a list of every file open) and through `unix-none` (no file locks,
-no such list), which daogate uses for users' rollback files.
++ insert + close; then the cost of open + select + close of a rollback file
+while 0, 2,000 and 9,000 others are held open, through SQLite's default `unix`
+VFS (which finds each file it opens in a list of every file open) and through
+`unix-none` (no file locks, no such list), which daogate uses for users'
+rollback files; then a commit on a file held open in `TRUNCATE` and `DELETE`
+(`unix-none`; 3 interleaved rounds, medians).
 
     python3 bench/journal-modes.py [N]
 """

@@ -46,15 +46,6 @@ static int prepare(void)
     return kept_snapshot ? sqlite3_exec(database, "begin", NULL, NULL, NULL) == SQLITE_OK : 1;
 }
 
-static enum MHD_Result fail(struct MHD_Connection *connection, unsigned int status)
-{
-    static const char body[] = "{\"code\":\"failed\"}";
-    struct MHD_Response *response = MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-    enum MHD_Result result = MHD_queue_response(connection, status, response);
-    MHD_destroy_response(response);
-    return result;
-}
-
 static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
@@ -78,19 +69,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
         return MHD_YES;
     }
     if (strcmp(method, "GET") == 0) {  /* answers that it runs (bench/run waits for it so) */
-        static const char ok[] = "{}";
-        struct MHD_Response *response = MHD_create_response_from_buffer(sizeof ok - 1, (void *)ok, MHD_RESPMEM_PERSISTENT);
-        enum MHD_Result result = MHD_queue_response(connection, MHD_HTTP_OK, response);
-        MHD_destroy_response(response);
-        return result;
+        return answer_json(connection, MHD_HTTP_OK, "{}", 2);
     }
+    static const char failed[] = "{\"code\":\"failed\"}";
     if (!prepare())
-        return fail(connection, 500);
+        return answer_json(connection, 500, failed, sizeof failed - 1);
     const char *digits = request->body[0] == '[' ? request->body + 1 : request->body;
     sqlite3_bind_int64(statement, 1, strtoll(digits, NULL, 10));
     if (sqlite3_step(statement) != SQLITE_ROW) {
         sqlite3_reset(statement);
-        return fail(connection, 404);
+        return answer_json(connection, 404, failed, sizeof failed - 1);
     }
     char out[512];
     size_t length = 0;
@@ -105,7 +93,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
     sqlite3_reset(statement);
     memcpy(out + length, "\"}", 2);
     length += 2;
-    return answer_json(connection, out, length);
+    return answer_json(connection, MHD_HTTP_OK, out, length);
 }
 
 static void completed(void *cls, struct MHD_Connection *connection, void **req_cls,

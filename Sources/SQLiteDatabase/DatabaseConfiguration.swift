@@ -17,9 +17,9 @@ public enum JournalMode: String, Sendable, CaseIterable {
     /// A rollback journal (`journal_mode=DELETE`): one file on disk per
     /// database (the `-journal` lives only while a write runs; making it costs
     /// a sync of the folder per commit, which `TRUNCATE` spares at the price of
-    /// an empty `-journal` beside every file written once: 0.75–0.88 of its
-    /// writes, docs/performance.md), one descriptor per open file (two while a
-    /// write runs) and no `-shm`, so three times as many
+    /// an empty `-journal` beside every file written once; docs/performance.md
+    /// measures both), one descriptor per open file (two while a write runs)
+    /// and no `-shm`, so three times as many
     /// files stay open under one descriptor limit and half the memory; but a
     /// commit syncs the journal and the file (two `fsync`s with `NORMAL`, which makes
     /// an acknowledged write durable on power loss; three with `FULL`), and

@@ -49,6 +49,9 @@ public final class DatabasePool: @unchecked Sendable {
     private static let maximumSnapshotMilliseconds = UInt64(maximumSnapshotAge.components.seconds * 1000
         + maximumSnapshotAge.components.attoseconds / 1_000_000_000_000_000)
     private let readers = Mutex(ReaderState())
+    /// The readers idle, checked out and being opened: changed under `readers`' lock, read without it (the
+    /// registry asks after every call, and the lock is the one every read of the file takes).
+    private let openReaders = Atomic<Int>(0)
     /// One permit per reader the pool may have checked out: `read` waits here when all are busy.
     private let readerPermits: DispatchSemaphore
     /// The page caches of the open connections, as each last measured its own at the end of a body.
@@ -61,8 +64,6 @@ public final class DatabasePool: @unchecked Sendable {
     private struct ReaderState {
         /// Open readers nobody is using, the most recently returned last.
         var idle: [PooledConnection] = []
-        /// Idle, checked out, and being opened.
-        var openCount = 0
         var isClosed = false
     }
 
@@ -286,7 +287,8 @@ public final class DatabasePool: @unchecked Sendable {
 
     /// An open reader nobody is using, without waiting; nil when there is none.
     private func checkOutIdleReader() -> PooledConnection? {
-        guard readerPermits.wait(timeout: .now()) == .success else { return nil }
+        // `DispatchTime(uptimeNanoseconds: 0)` is `DISPATCH_TIME_NOW`, a try that reads no clock (`.now()` reads one).
+        guard readerPermits.wait(timeout: DispatchTime(uptimeNanoseconds: 0)) == .success else { return nil }
         if let reader = readers.withLock({ state in state.isClosed ? nil : state.idle.popLast() }) { return reader }
         readerPermits.signal()
         return nil
@@ -298,7 +300,7 @@ public final class DatabasePool: @unchecked Sendable {
         let checkout = readers.withLock { state -> Checkout in
             if state.isClosed { return .closed }
             if let reader = state.idle.popLast() { return .idle(reader) }
-            state.openCount += 1
+            openReaders.add(1, ordering: .relaxed)
             return .open
         }
         switch checkout {
@@ -311,7 +313,7 @@ public final class DatabasePool: @unchecked Sendable {
             do {
                 return PooledConnection(database: try Database(path: path, readOnly: true, configuration: configuration))
             } catch {
-                readers.withLock { $0.openCount -= 1 }
+                openReaders.subtract(1, ordering: .relaxed)
                 readerPermits.signal()
                 throw error
             }
@@ -329,7 +331,7 @@ public final class DatabasePool: @unchecked Sendable {
         reader.measureCache(into: pageCacheBytes)
         let keep = readers.withLock { state in
             if state.isClosed || !usable {
-                state.openCount -= 1
+                openReaders.subtract(1, ordering: .relaxed)
                 return false
             }
             state.idle.append(reader)
@@ -365,7 +367,7 @@ public final class DatabasePool: @unchecked Sendable {
 
     /// Connections open right now: the writer and the readers.
     public var openConnectionCount: Int {
-        readers.withLock { $0.openCount } + (writerIsOpen.load(ordering: .acquiring) ? 1 : 0)
+        openReaders.load(ordering: .relaxed) + (writerIsOpen.load(ordering: .acquiring) ? 1 : 0)
     }
 
     /// Frees the writer's cached pages when no one holds it (and does nothing when someone does), for a file
@@ -416,7 +418,7 @@ public final class DatabasePool: @unchecked Sendable {
             if closing { state.isClosed = true }
             let idle = state.idle
             state.idle = []
-            state.openCount -= idle.count
+            openReaders.subtract(idle.count, ordering: .relaxed)
             return idle
         }
     }

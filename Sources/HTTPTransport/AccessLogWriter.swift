@@ -19,14 +19,19 @@ import Synchronization
 /// day). A crash or SIGKILL loses what the buffers hold: at most `interval`'s
 /// lines, and at most `capacity` bytes per thread.
 ///
-/// A buffer leaves in `write`s of whole lines and at most `PIPE_BUF` bytes
-/// each, which a pipe keeps whole: the other log lines (one `write` each,
-/// through stdio) can come between two writes, never inside a line.
+/// On a pipe (or a terminal, a socket) a buffer leaves in `write`s of whole
+/// lines and at most `PIPE_BUF` bytes each, which a pipe keeps whole: the
+/// other log lines (one `write` each, through stdio) can come between two
+/// writes, never inside a line. To a regular file it leaves in one `write`
+/// (Linux writes a regular file's bytes of one `write` together), a system
+/// call per buffer instead of one per 4 KiB.
 public final class AccessLogWriter: Sendable {
     /// Where the lines go: standard output unless a test gives a file.
     private let descriptor: Int32
     /// The bytes a thread's buffer holds before it is written.
     public let capacity: Int
+    /// The most bytes one `write` takes: `PIPE_BUF`, or no limit when the descriptor is a regular file.
+    public let largestWrite: Int
     public let interval: Duration
     /// This writer's number, which names it in a thread's cache (an address could be reused by a later writer).
     private let number = nextWriterNumber.add(1, ordering: .relaxed).newValue
@@ -40,6 +45,9 @@ public final class AccessLogWriter: Sendable {
         self.descriptor = descriptor
         self.capacity = capacity
         self.interval = interval
+        var status = stat()
+        let isRegularFile = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        self.largestWrite = isRegularFile ? Int.max : Int(PIPE_BUF)
     }
 
     /// Starts the thread that writes the buffers every `interval`; it ends after `stop()`.
@@ -94,13 +102,13 @@ public final class AccessLogWriter: Sendable {
         return buffer
     }
 
-    /// Writes the lines in pieces of whole lines of at most `PIPE_BUF` bytes (a longer line alone); gives up on
-    /// an error other than EINTR (a closed standard output loses the log, not the server).
+    /// Writes the lines in pieces of whole lines of at most `largestWrite` bytes (a longer line alone); gives up
+    /// on an error other than EINTR (a closed standard output loses the log, not the server).
     private func write(_ bytes: UnsafeRawBufferPointer) {
         let newline = UInt8(ascii: "\n")
         var start = 0
         while start < bytes.count {
-            var end = min(start + Int(PIPE_BUF), bytes.count)
+            var end = bytes.count - start > largestWrite ? start + largestWrite : bytes.count
             if end < bytes.count {
                 if let last = bytes[start..<end].lastIndex(of: newline) {
                     end = last + 1

@@ -122,6 +122,54 @@ struct AccessLogWriterTests {
         #expect(Set(lines.map { $0.drop { $0 != " " } }).count == threads * each)
     }
 
+    /// A buffer goes to a regular file in one `write` (counted by the thread's `syscw` in /proc, the thread
+    /// `stop()` writes on); to a pipe in `write`s of whole lines of at most `PIPE_BUF` bytes.
+    @Test func aBufferGoesToAFileInOneWriteAndToAPipeInPiecesOfWholeLines() throws {
+        let sink = Sink()
+        let toFile = AccessLogWriter(descriptor: sink.descriptor, interval: .seconds(3600))
+        #expect(toFile.largestWrite == Int.max)
+        let log = logger(toFile)
+        for n in 0..<400 { log.info("request", metadata: ["n": "\(n)", "pad": "\(String(repeating: "p", count: 60))"]) }
+        let before = try writeCalls()
+        toFile.stop()
+        #expect(try writeCalls() - before == 1)
+        #expect(sink.lines.count == 400 && sink.text.utf8.count > 4 * Int(PIPE_BUF))
+
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let toPipe = AccessLogWriter(descriptor: ends[1], interval: .seconds(3600))
+        #expect(toPipe.largestWrite == Int(PIPE_BUF))
+        let pipeLog = logger(toPipe)
+        for n in 0..<400 { pipeLog.info("request", metadata: ["n": "\(n)", "pad": "\(String(repeating: "p", count: 60))"]) }
+        let pipeBefore = try writeCalls()
+        toPipe.stop()
+        let written = try writeCalls() - pipeBefore
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
+        while true {
+            let count = read(ends[0], &chunk, chunk.count)
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == 400 && lines.allSatisfy { $0.hasSuffix("[HTTPTransportTests] request") })
+        #expect(written >= (bytes.count + Int(PIPE_BUF) - 1) / Int(PIPE_BUF) && written > 1)
+    }
+
+    /// The write system calls this thread has made (`syscw` in /proc/thread-self/io).
+    private func writeCalls() throws -> Int {
+        guard let file = fopen("/proc/thread-self/io", "r") else { throw POSIXFailure(code: errno) }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(cString: line)
+            if text.hasPrefix("syscw:") { return Int(String(text.dropFirst(6).filter(\.isNumber))) ?? -1 }
+        }
+        return -1
+    }
+
     /// Each thread has its buffer per writer: a thread writing to two writers in turn (and to a writer made
     /// after another was dropped, which may have its address) puts each line in its own writer's output.
     @Test func aThreadWritingToSeveralWritersKeepsTheirLinesApart() {
@@ -174,6 +222,8 @@ struct AccessLogWriterTests {
         #expect(sink.text.isEmpty)
     }
 }
+
+private struct POSIXFailure: Error { let code: Int32 }
 
 /// Runs `body` on `count` threads at once and waits for them all.
 private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {

@@ -11,7 +11,7 @@ import Synchronization
 final class ConnectionDeadline: Sendable {
     /// The connection's socket, shut down when the deadline passes.
     let socket: Int32
-    /// `CLOCK_MONOTONIC` nanoseconds by which the awaited part must be in; 0 while nothing is awaited.
+    /// `CLOCK_MONOTONIC_COARSE` nanoseconds by which the awaited part must be in; 0 while nothing is awaited.
     let deadline = Atomic<UInt64>(0)
     /// What is awaited: the request's headers or its body (for the log line).
     let awaitingBody = Atomic<Bool>(false)
@@ -130,7 +130,7 @@ final class ConnectionWatchdog: Sendable {
 
     /// Shuts down every registered socket past its deadline.
     private func sweep() {
-        let now = monotonicNanoseconds()
+        let now = coarseMonotonicNanoseconds()
         let cut = connections.withLock { connections -> [(ConnectionDeadline, Bool)] in
             var cut: [(ConnectionDeadline, Bool)] = []
             for connection in connections.values {
@@ -148,10 +148,14 @@ final class ConnectionWatchdog: Sendable {
         }
     }
 
-    /// The `CLOCK_MONOTONIC` instant `nanoseconds` from now; 0 (no deadline) for a zero timeout.
+    /// The `CLOCK_MONOTONIC_COARSE` instant `nanoseconds` from now; 0 (no deadline) for a zero timeout.
+    ///
+    /// The coarse clock (the kernel's last tick, a few milliseconds behind) is read without the time
+    /// counter, and every request sets two deadlines; the sweep, which reads the same clock, runs every 10 ms
+    /// at the most often, so a deadline is kept to within a sweep and a tick.
     private static func deadline(after nanoseconds: UInt64) -> UInt64 {
         guard nanoseconds > 0 else { return 0 }
-        return monotonicNanoseconds() + nanoseconds
+        return coarseMonotonicNanoseconds() + nanoseconds
     }
 
     /// A timeout in nanoseconds, 0 for none.
@@ -160,4 +164,11 @@ final class ConnectionWatchdog: Sendable {
         let (seconds, attoseconds) = timeout.components
         return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
+}
+
+/// `CLOCK_MONOTONIC_COARSE` now, in nanoseconds: the watchdog's clock.
+private func coarseMonotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }

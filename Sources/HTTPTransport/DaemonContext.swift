@@ -107,7 +107,8 @@ extension DaemonContext {
         let framing = RequestFraming(
             target: state.target,
             targetIsWhole: url.map { $0 + state.target.count + 1 } == version,
-            version: version.map { String(cString: $0) } ?? "",
+            // Compared where libmicrohttpd keeps it: no string is made of it (every request passes here).
+            isHTTP10: version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false,
             headers: headers.fields,
             facts: headers.facts,
             transferEncoding: headers.facts.encodings > 0
@@ -318,7 +319,7 @@ struct RequestLinePieces: Sendable {
     }
 }
 
-/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock the watchdog's deadlines and the access log's durations use).
+/// `CLOCK_MONOTONIC` now, in nanoseconds (the clock of the access log's durations).
 func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)

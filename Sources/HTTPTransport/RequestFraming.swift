@@ -13,8 +13,8 @@ struct RequestFraming {
     let target: RequestTarget
     /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
     let targetIsWhole: Bool
-    /// The protocol version of the request line (`HTTP/1.1`).
-    let version: String
+    /// Whether the request line's protocol version is `HTTP/1.0`.
+    let isHTTP10: Bool
     /// The header fields, names as sent and values as libmicrohttpd keeps them.
     let headers: [(name: String, value: String)]
     /// What the fields' bytes said as they were copied: the first field to refuse, the framing fields counted.
@@ -22,11 +22,11 @@ struct RequestFraming {
     /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
     let transferEncoding: String?
 
-    init(target: RequestTarget, targetIsWhole: Bool, version: String, headers: [(name: String, value: String)],
+    init(target: RequestTarget, targetIsWhole: Bool, isHTTP10: Bool, headers: [(name: String, value: String)],
          facts: HeaderFacts, transferEncoding: String?) {
         self.target = target
         self.targetIsWhole = targetIsWhole
-        self.version = version
+        self.isHTTP10 = isHTTP10
         self.headers = headers
         self.facts = facts
         self.transferEncoding = transferEncoding
@@ -54,7 +54,7 @@ struct RequestFraming {
         if encodings > 1 { return .invalidRequest("the request has more than one Transfer-Encoding field") }
         if encodings == 1 {
             if lengths == 1 { return .invalidRequest("the request has both Content-Length and Transfer-Encoding") }
-            if version == "HTTP/1.0" { return .invalidRequest("an HTTP/1.0 request cannot have Transfer-Encoding") }
+            if isHTTP10 { return .invalidRequest("an HTTP/1.0 request cannot have Transfer-Encoding") }
             guard let transferEncoding, asciiCaseInsensitiveEquals(transferEncoding, "chunked") else {
                 return .unsupportedTransferCoding
             }

@@ -6,11 +6,10 @@ extension Gateway {
     /// `POST /dao/{module}/{method}`: the body is the arguments, a JSON object
     /// by name or an array by position (or nothing).
     func call(_ routeCall: RouteCall, module: String, method: String) throws(Problem) -> HTTPResponse {
-        let request = routeCall.request, encoding = routeCall.encoding
         let arguments = try jsonBody(routeCall)
         switch arguments {
         case .object, .array: break
-        case .null where request.body.isEmpty: break
+        case .null where routeCall.request.body.isEmpty: break
         default:
             // A literal `null` too: the description says object, and no body already means no arguments.
             throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
@@ -22,7 +21,7 @@ extension Gateway {
             let result = try engine.call(call, context: context)
             var body: [UInt8] = []
             body.reserveCapacity(128)
-            Self.write(result, to: &body, encoding)
+            Self.write(result, to: &body, routeCall.encoding)
             return HTTPResponse(status: 200, headers: Self.jsonHeaders, body: body)
         } catch {
             throw Problem(error)

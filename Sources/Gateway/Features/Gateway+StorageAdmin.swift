@@ -67,7 +67,6 @@ extension Gateway {
 
     /// `GET /storage/usage`: every user's databases (of every storage; with `X-User-Id`, that user's only), largest first, and the cap.
     func usage(_ call: RouteCall) throws(Problem) -> HTTPResponse {
-        let request = call.request
         try authorizeAdmin(call)
         let only = try caller(call).user
         var databases: [Value] = []

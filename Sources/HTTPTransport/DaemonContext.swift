@@ -115,7 +115,7 @@ extension DaemonContext {
                 ? MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) } : nil
         )
         state.request = HTTPRequest(
-            method: method.map { String(cString: $0) } ?? "",
+            method: method.map { KnownStrings.string(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? "",
             path: framing.path ?? "",
             query: connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields,
             headers: headers.fields

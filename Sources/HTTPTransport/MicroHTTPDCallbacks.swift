@@ -109,8 +109,9 @@ func collectConnectionValue(
         }
         values.pointee.facts.note(name: nameBytes, value: valueBytes, at: values.pointee.fields.count)
     }
-    let name = String(decoding: nameBytes, as: UTF8.self)
-    values.pointee.fields.append((name: name, value: String(decoding: valueBytes, as: UTF8.self)))
+    // The names and values most requests send are literals (`KnownStrings`): no string to make for them.
+    values.pointee.fields.append((name: KnownStrings.string(decoding: nameBytes),
+                                  value: KnownStrings.string(decoding: valueBytes)))
     return .YES
 }
 

@@ -164,7 +164,7 @@ struct AccessLogWriterTests {
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 256)
         while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(cString: line)
+            let text = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             if text.hasPrefix("syscw:") { return Int(String(text.dropFirst(6).filter(\.isNumber))) ?? -1 }
         }
         return -1

@@ -30,6 +30,28 @@ struct RoundTripTests {
         }
     }
 
+    /// The names and values most requests send are taken from a table of literals when their bytes are one of
+    /// them, and made from the bytes otherwise: either way each is exactly as sent (case, bytes, method).
+    @Test func commonNamesAndValuesAreExactlyAsSentWhetherOrNotTheTableHasThem() throws {
+        let responder = RecordingResponder()
+        try withServer(responder) { server in
+            let client = try RawClient(port: server.port)
+            let fields = [("Host", "h"), ("content-TYPE", "application/json"), ("Content-Type", "application/JSON"),
+                          ("X-User-Id", "application/json "), ("x-int64-format", "keep-alive"), ("Accept", "*/*"),
+                          ("X-Table-Nam", "0"), ("Content-Length", "0")]
+            for method in ["POST", "DELETE", "OPTIONS", "PATCH", "post"] {
+                try client.send("\(method) /m HTTP/1.1\r\n" + fields.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n")
+                _ = try client.readResponse()
+            }
+            let requests = responder.requests
+            #expect(requests.map(\.method) == ["POST", "DELETE", "OPTIONS", "PATCH", "post"])
+            for request in requests {
+                #expect(request.headers.map(\.name) == fields.map(\.0))
+                #expect(request.headers.map(\.value) == fields.map { $0.1.trimmingSuffix(" ") })
+            }
+        }
+    }
+
     @Test func responderStatusHeadersAndBodyAreSentAsGiven() throws {
         let body: [UInt8] = [0, 0xFF, 0x0D, 0x0A, 0x41]
         let responder = RecordingResponder { _ in
@@ -137,5 +159,14 @@ struct RoundTripTests {
         #expect(events[1].metadata?["path"] == "/second")
         let everything = events.map { "\($0.message) \($0.metadata ?? [:])" }.joined()
         #expect(!everything.contains("secret"))
+    }
+}
+
+private extension String {
+    /// Without the trailing `character`s (libmicrohttpd keeps a value without the whitespace around it).
+    func trimmingSuffix(_ character: Character) -> String {
+        var text = self
+        while text.last == character { text.removeLast() }
+        return text
     }
 }

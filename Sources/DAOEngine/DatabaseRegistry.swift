@@ -95,10 +95,22 @@ final class TableReadiness: Sendable {
             self.module = module
             self.table = table
             var folded: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in module.utf8 { folded = (folded ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            Self.fold(module, into: &folded, lowercasing: false)
             folded = (folded ^ 0xff) &* 0x100_0000_01b3  // between the names: ("ab", "c") is not ("a", "bc")
-            for byte in table.utf8 { folded = (folded ^ UInt64(byte >= 65 && byte <= 90 ? byte + 32 : byte)) &* 0x100_0000_01b3 }
+            Self.fold(table, into: &folded, lowercasing: true)
             self.folded = folded
+        }
+
+        /// Folds the name's bytes in, read from its contiguous UTF-8 (a small string's spilled once), not one
+        /// index step of the UTF-8 view per byte.
+        private static func fold(_ name: String, into folded: inout UInt64, lowercasing: Bool) {
+            var name = name
+            name.withUTF8 { bytes in
+                for byte in bytes {
+                    let byte = lowercasing && byte >= 65 && byte <= 90 ? byte + 32 : byte
+                    folded = (folded ^ UInt64(byte)) &* 0x100_0000_01b3
+                }
+            }
         }
 
         static func == (a: Self, b: Self) -> Bool {

@@ -13,7 +13,11 @@ enum KnownStrings {
     static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard let start = bytes.baseAddress else { return nil }
         let count = bytes.count
-        func equals(_ literal: StaticString) -> Bool { memcmp(start, literal.utf8Start, count) == 0 }
+        func equals(_ literal: StaticString) -> Bool {
+            // A literal under the wrong length would be read past its end (`RoundTripTests` sends each one).
+            assert(literal.utf8CodeUnitCount == count, "\(literal) is not \(count) bytes")
+            return memcmp(start, literal.utf8Start, count) == 0
+        }
         switch count {
         case 1: if equals("0") { return "0" }
         case 3:

@@ -43,12 +43,23 @@ struct RoundTripTests {
                 try client.send("\(method) /m HTTP/1.1\r\n" + fields.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n")
                 _ = try client.readResponse()
             }
+            // Every literal of the table, as a value (which may hold any of them): each compared under its length.
+            let literals = ["0", "GET", "PUT", "*/*", "POST", "Host", "host", "HEAD", "close", "DELETE", "Accept",
+                            "accept", "OPTIONS", "X-User-Id", "x-user-id", "X-Storage", "x-storage", "User-Agent",
+                            "user-agent", "Connection", "connection", "keep-alive", "Content-Type", "content-type",
+                            "X-Table-Name", "x-table-name", "Authorization", "authorization", "Content-Length",
+                            "content-length", "X-Int64-Format", "x-int64-format", "Accept-Encoding", "accept-encoding",
+                            "application/json"]
+            try client.send("GET /m HTTP/1.1\r\nHost: h\r\n" + literals.map { "X-Literal: \($0)\r\n" }.joined() + "\r\n")
+            #expect(try client.readResponse().status == 200)
             let requests = responder.requests
-            #expect(requests.map(\.method) == ["POST", "DELETE", "OPTIONS", "PATCH", "post"])
-            for request in requests {
+            try #require(requests.count == 6)
+            #expect(requests.map(\.method) == ["POST", "DELETE", "OPTIONS", "PATCH", "post", "GET"])
+            for request in requests.prefix(5) {
                 #expect(request.headers.map(\.name) == fields.map(\.0))
                 #expect(request.headers.map(\.value) == fields.map { $0.1.trimmingSuffix(" ") })
             }
+            #expect(requests[5].values(of: "X-Literal") == literals)
         }
     }
 

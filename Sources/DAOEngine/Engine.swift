@@ -176,6 +176,10 @@ public struct Call: Sendable {
     public var arguments: Value
     /// The table of a template module (the reference's `setTableName`).
     public var table: String?
+    /// `module` and `method` as the engine that runs the call already has them (a server's paths of its
+    /// methods, `ModuleSet.callPaths`, found them when it was made): not looked up again by name. Nil: by name.
+    /// Only ever set from the same engine's `modules`.
+    package var resolved: (module: Module, method: Method)?
 
     public init(module: String, method: String, arguments: Value = .null, table: String? = nil) {
         self.module = module
@@ -297,7 +301,8 @@ extension Engine {
     }
 
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
-        let (module, method) = try self.method(call.module, call.method)
+        let (module, method): (Module, Method)
+        if let resolved = call.resolved { (module, method) = resolved } else { (module, method) = try self.method(call.module, call.method) }
         return Target(module: module, method: method, location: try location(of: module, context: context),
                       table: try table(of: module, requested: call.table))
     }

@@ -173,4 +173,6 @@ extension Gateway {
     public static let routeTemplates: [RouteTemplate] = routes.map(\.template)
 
     static let router = Router(routes)
+    /// `/dao/{module}/{method}`, the route of `ModuleSet.callPaths`.
+    static let callRoute = routes.first { $0.template.description == "/dao/{module}/{method}" }!
 }

@@ -1,3 +1,4 @@
+import DAODialect
 import DAOEngine
 import DAOKeyValue
 import DAOValue
@@ -147,6 +148,8 @@ struct RouteParameters {
     fileprivate var businessValue: String?
     fileprivate var cacheValue: String?
     fileprivate var keyValue: String?
+    /// The module and method themselves, when the module set's table of paths found them (`ModuleSet.callPaths`).
+    private(set) var resolved: (module: Module, method: DAODialect.Method)?
 
     /// A module's name (the engine says whether one has it).
     var module: String { present(moduleValue, .module) }
@@ -188,6 +191,17 @@ struct RouteParameters {
         case .cache: cacheValue = try Self.checked(value, Names.checkCacheName)
         case .key: keyValue = try Self.checked(value, Names.checkKey)
         }
+    }
+
+    /// No parameters (a template without any).
+    init() {}
+
+    /// A DAO method's parameters, as the router reads them from `/dao/{module}/{method}`, with the module and
+    /// method they name (`ModuleSet.callPaths`).
+    init(module: Module, method: DAODialect.Method) {
+        moduleValue = module.name
+        methodValue = method.name
+        resolved = (module, method)
     }
 
     private static func checked(_ value: String, _ check: (String) throws(KeyValueError) -> Void) throws(Problem) -> String {

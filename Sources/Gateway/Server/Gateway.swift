@@ -159,7 +159,7 @@ public struct Gateway: HTTPResponder {
     /// unless the route is public; the method (405 with `Allow`); then the route's handler, through the
     /// layers that wrap it (on a shard, its admission: `applyMiddleware`, `ShardAdmission`).
     private func route(_ request: HTTPRequest, _ encoding: JSONWriteOptions, _ context: RequestContext) throws(Problem) -> HTTPResponse {
-        let (route, parameters) = try Self.router.match(request)
+        let (route, parameters) = try match(request)
         if route.isExplorer, !configuration.explorer {
             throw Problem(.notFound, "no route for \(request.method.prefix(20)) \(request.path.prefix(200)): this server's API explorer is off (--docs off); see GET /openapi.json")
         }
@@ -168,6 +168,13 @@ public struct Gateway: HTTPResponder {
         if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(call) }
         let endpoint = try route.endpoint(request)
         return try applyMiddleware(to: call, route: route) { call throws(Problem) in try endpoint.answer(self, call) }
+    }
+
+    /// The route of the request and its parameters: a call to one of the set's methods by its plain path with
+    /// one lookup (`ModuleSet.callPaths`), anything else through the router.
+    func match(_ request: HTTPRequest) throws(Problem) -> (Route, RouteParameters) {
+        if let parameters = moduleSet.callPaths[request.path] { return (Self.callRoute, parameters) }
+        return try Self.router.match(request)
     }
 
     // MARK: Service routes

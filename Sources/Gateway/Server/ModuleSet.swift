@@ -13,14 +13,32 @@ public final class ModuleSet: Sendable {
     let openAPIDocument: [UInt8]
     /// Whether a module declares `access="admin"` (itself or a method): without one, no call looks for it.
     let hasAdminOnlyAccess: Bool
+    /// The path of each method of the set as a caller sends it (`/dao/Demo/getItem`: no byte in it needs
+    /// percent-encoding), with what the router reads from it: a call to one of them is routed with one lookup of
+    /// its path, not split and decoded segment by segment (`Gateway.match`). Any other spelling of the same
+    /// path (`%44emo`) goes through the router, which decodes it to the same parameters.
+    let callPaths: [String: RouteParameters]
 
     /// The set of `engine`'s modules, described once.
     init(engine: Engine, authentication: Authentication) throws {
         self.engine = engine
         self.hasAdminOnlyAccess = engine.modules.values.contains { $0.adminOnly || !$0.adminOnlyMethods.isEmpty }
+        var callPaths: [String: RouteParameters] = [:]
+        for module in engine.modules.values where Self.isLiteralSegment(module.name) {
+            for method in module.methods where Self.isLiteralSegment(method.name) {
+                callPaths["/dao/\(module.name)/\(method.name)"] = RouteParameters(module: module, method: method)
+            }
+        }
+        self.callPaths = callPaths
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
             jwt: { if case .jwt = authentication { true } else { false } }()))
+    }
+
+    /// Whether a name is a path segment as sent, which the router decodes to itself: printable ASCII without `/`
+    /// or `%` (every identifier; the check keeps a name the dialect might allow from being matched raw).
+    static func isLiteralSegment(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "%") }
     }
 
     /// A module folder read and checked, as `daogate check`, `daogate serve` and a reload all do it.

@@ -179,13 +179,24 @@ public struct Call: Sendable {
     /// `module` and `method` as the engine that runs the call already has them (a server's paths of its
     /// methods, `ModuleSet.callPaths`, found them when it was made): not looked up again by name. Nil: by name.
     /// Only ever set from the same engine's `modules`.
-    package var resolved: (module: Module, method: Method)?
+    package var resolved: ResolvedMethod?
 
     public init(module: String, method: String, arguments: Value = .null, table: String? = nil) {
         self.module = module
         self.method = method
         self.arguments = arguments
         self.table = table
+    }
+}
+
+/// A module's method as found once, ahead of its calls (`Call.resolved`). A class: a call copies one reference.
+package final class ResolvedMethod: Sendable {
+    package let module: Module
+    package let method: Method
+
+    package init(module: Module, method: Method) {
+        self.module = module
+        self.method = method
     }
 }
 
@@ -302,7 +313,11 @@ extension Engine {
 
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
         let (module, method): (Module, Method)
-        if let resolved = call.resolved { (module, method) = resolved } else { (module, method) = try self.method(call.module, call.method) }
+        if let resolved = call.resolved {
+            (module, method) = (resolved.module, resolved.method)
+        } else {
+            (module, method) = try self.method(call.module, call.method)
+        }
         return Target(module: module, method: method, location: try location(of: module, context: context),
                       table: try table(of: module, requested: call.table))
     }

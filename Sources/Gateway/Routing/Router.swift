@@ -149,7 +149,7 @@ struct RouteParameters {
     fileprivate var cacheValue: String?
     fileprivate var keyValue: String?
     /// The module and method themselves, when the module set's table of paths found them (`ModuleSet.callPaths`).
-    private(set) var resolved: (module: Module, method: DAODialect.Method)?
+    private(set) var resolved: ResolvedMethod?
 
     /// A module's name (the engine says whether one has it).
     var module: String { present(moduleValue, .module) }
@@ -201,7 +201,7 @@ struct RouteParameters {
     init(module: Module, method: DAODialect.Method) {
         moduleValue = module.name
         methodValue = method.name
-        resolved = (module, method)
+        resolved = ResolvedMethod(module: module, method: method)
     }
 
     private static func checked(_ value: String, _ check: (String) throws(KeyValueError) -> Void) throws(Problem) -> String {

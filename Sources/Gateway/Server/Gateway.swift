@@ -298,7 +298,10 @@ public struct Gateway: HTTPResponder {
     /// The caller's user and storage, for the engine.
     func context(_ call: RouteCall) throws(Problem) -> CallContext {
         let caller = try caller(call)
-        return CallContext(user: caller.user?.rawValue, storage: caller.storage)
+        // The user bound, not `caller.user?.rawValue`: an optional `UserID` is copied through its type's
+        // metadata (twice a call), a `UserID` as the string it holds.
+        guard let user = caller.user else { return CallContext(user: nil, storage: caller.storage) }
+        return CallContext(user: user.rawValue, storage: caller.storage)
     }
 
     func nonEmpty(_ text: String?) -> String? {

@@ -47,7 +47,9 @@ struct ShardAdmission: RouteMiddleware {
             case .user: return try user() ?? .anywhere
             }
         case .module:
-            guard let module = gateway.engine.modules[call.parameters.module] else { return .anywhere }
+            guard let module = call.parameters.resolved?.module ?? gateway.engine.modules[call.parameters.module] else {
+                return .anywhere
+            }
             guard module.userDependent, module.database == nil else { return .common }
             return try user() ?? .anywhere
         }
@@ -57,6 +59,7 @@ struct ShardAdmission: RouteMiddleware {
     func isWrite(_ call: RouteCall) -> Bool {
         let request = call.request
         if request.method == "GET" || request.method == "HEAD" { return false }
+        if let resolved = call.parameters.resolved { return resolved.method.kind != .select }
         if call.parameters.hasModuleAndMethod, let module = gateway.engine.modules[call.parameters.module],
            let method = module.method(named: call.parameters.method) {
             return method.kind != .select

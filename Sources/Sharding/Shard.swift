@@ -30,7 +30,8 @@ public enum ShardError: Error, Sendable, CustomStringConvertible {
 /// One shard of a sharded deployment (`daogate serve --shard NAME --shard-map FILE`):
 /// which buckets it owns (the map, read at start and on `POST /shard/reload`),
 /// which of them are frozen for a move (writes refused with 503, reads go on),
-/// and the writes in flight per bucket, which a freeze waits for; and whether a peer has a newer map
+/// and the requests in flight per bucket: the writes, which a freeze waits for, and the reads, which with the
+/// writes the removal of a bucket given away waits for (`drain`); and whether a peer has a newer map
 /// (`checkPeers`), in which case the shard serves none of its spaces until its own map catches up.
 ///
 /// A freeze is kept on disk (`shard/frozen-N` in the data folder) until the
@@ -52,6 +53,8 @@ public final class Shard: Sendable {
         var map: ShardMap
         var frozen: Set<Int>
         var writes: [Int: Int] = [:]
+        /// The reads in flight per bucket, which the removal of a bucket given away waits for (`drain`).
+        var reads: [Int: Int] = [:]
         /// Buckets given away in a reload, and when: within `handoverGrace` they are a moment's 503.
         var givenAway: [Int: ContinuousClock.Instant] = [:]
         /// A peer's newer map epoch, while this shard's map is older: its spaces are refused (421) until its map catches up.
@@ -178,7 +181,7 @@ public final class Shard: Sendable {
 
     /// What the shard does with a request for a bucket.
     public enum Admission: Equatable, Sendable {
-        /// Served; a write is counted in flight until `finish`.
+        /// Served; counted in flight until `finish`.
         case admitted
         /// Another shard owns the bucket (421).
         case misdirected(owner: String, epoch: Int64)
@@ -191,7 +194,7 @@ public final class Shard: Sendable {
     }
 
     /// Admits a request for a space: its bucket (nil for the common space and anywhere) and what the shard
-    /// does with it. An admitted write is counted in flight until `finish(bucket:)`.
+    /// does with it. An admitted request for a bucket is counted in flight until `finish(bucket:write:)`.
     public func admit(_ space: ShardSpace, write: Bool) -> (bucket: Int?, admission: Admission) {
         switch space {
         case .anywhere: return (nil, .admitted)
@@ -211,19 +214,45 @@ public final class Shard: Sendable {
                 return .misdirected(owner: state.map.owners[bucket], epoch: state.map.epoch)
             }
             if let behind = state.behind { return .behind(behind, mapEpoch: state.map.epoch) }
-            guard write else { return .admitted }
+            guard write else {
+                state.reads[bucket, default: 0] += 1
+                return .admitted
+            }
             if state.frozen.contains(bucket) { return .frozen }
             state.writes[bucket, default: 0] += 1
             return .admitted
         }
     }
 
-    /// The end of an admitted write.
-    public func finish(bucket: Int) {
+    /// The end of an admitted request for a bucket.
+    public func finish(bucket: Int, write: Bool) {
         state.withLock { state in
-            state.writes[bucket, default: 1] -= 1
-            if state.writes[bucket] == 0 { state.writes[bucket] = nil }
+            if write {
+                state.writes[bucket, default: 1] -= 1
+                if state.writes[bucket] == 0 { state.writes[bucket] = nil }
+            } else {
+                state.reads[bucket, default: 1] -= 1
+                if state.reads[bucket] == 0 { state.reads[bucket] = nil }
+            }
         }
+    }
+
+    /// Waits until no request this shard admitted for a bucket is in flight: once the map gives the bucket away
+    /// nothing more is admitted for it, and a read admitted just before, which would open (and so create) a
+    /// user's file, ends before the bucket's files are removed (`POST /shard/archive`).
+    public func drain(_ bucket: Int, timeout: Duration) throws(ShardError) {
+        let deadline = ContinuousClock.now + timeout
+        while state.withLock({ ($0.reads[bucket] ?? 0) + ($0.writes[bucket] ?? 0) }) > 0 {
+            guard ContinuousClock.now < deadline else {
+                throw .busy("requests for bucket \(bucket) admitted before the map gave it away did not finish within \(timeout); try again")
+            }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+
+    /// The requests admitted for a bucket and not yet finished: reads and writes.
+    public func inFlight(_ bucket: Int) -> (reads: Int, writes: Int) {
+        state.withLock { ($0.reads[bucket] ?? 0, $0.writes[bucket] ?? 0) }
     }
 
     /// Whether this shard serves the common space.

@@ -225,6 +225,51 @@ import Testing
         #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 8}"#, headers: own).status == 200)
     }
 
+    /// A read admitted for a bucket just before the map gave the bucket away would open, and so create, the
+    /// user's file after the archive removed it: the archive waits until the bucket's admitted requests end
+    /// (and refuses with 503 `busy`, removing nothing, if they do not end in time).
+    @Test func theArchiveWaitsForTheBucketsRequestsInFlight() throws {
+        let fixture = try Self.shardFixture("a")
+        let own = [(Gateway.userHeader, "u-0000")]
+        let admin = [("Authorization", "Bearer " + GatewayFixture.adminToken)]
+        let file = fixture.root.appendingPathComponent("users/p-u-0000.db").path
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 7}"#, headers: own).status == 200)
+        let shard = try #require(fixture.gateway.configuration.shard)
+        // Requests through the gateway are counted while they run and no longer once answered.
+        #expect(fixture.send("GET", "/kv/user/biz/k", headers: own).json[member: "value"] == 7)
+        #expect(fixture.send("POST", "/dao/Messages/unreadCount", headers: own).status == 200)
+        #expect(shard.inFlight(0) == (reads: 0, writes: 0))
+        // A read admitted under the old map, still running (as on another of the server's threads).
+        let (bucket, admission) = shard.admit(.user("u-0000"), write: false)
+        #expect(bucket == 0 && admission == .admitted)
+        #expect(shard.inFlight(0) == (reads: 1, writes: 0))
+        let moved = Self.mapJSON.replacingOccurrences(of: #""epoch": 3"#, with: #""epoch": 4"#)
+            .replacingOccurrences(of: #"[0, 0, "a"]"#, with: #"[0, 0, "b"]"#)
+        try Data(moved.utf8).write(to: fixture.root.appendingPathComponent("shards.json"))
+        try shard.reload()
+        // Not ended in time: 503 busy, the file kept.
+        let late = fixture.send("POST", "/shard/archive", #"{"bucket": 0}"#, headers: admin)
+        #expect(late.status == 503 && late.code == "busy", "\(late.text)")
+        #expect(FileManager.default.fileExists(atPath: file))
+        // Ended while the archive waits: the archive goes on once it has, and removes the file.
+        final class Answer: @unchecked Sendable {
+            var reply: GatewayFixture.Reply?
+            let done = DispatchSemaphore(value: 0)
+        }
+        let answer = Answer()
+        Thread.detachNewThread {
+            answer.reply = fixture.send("POST", "/shard/archive", #"{"bucket": 0}"#, headers: admin)
+            answer.done.signal()
+        }
+        #expect(answer.done.wait(timeout: .now() + 0.5) == .timedOut, "the archive did not wait for the read")
+        #expect(FileManager.default.fileExists(atPath: file))
+        shard.finish(bucket: 0, write: false)
+        #expect(answer.done.wait(timeout: .now() + 10) == .success)
+        #expect(answer.reply?.status == 200 && answer.reply?.json[member: "removed"] == 1, "\(answer.reply?.text ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(shard.inFlight(0) == (reads: 0, writes: 0))
+    }
+
     @Test func aServerThatIsNoShardHasNoShardOperations() throws {
         let fixture = try GatewayFixture()
         let reply = fixture.send("GET", "/shard", headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)])

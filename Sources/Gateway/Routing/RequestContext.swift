@@ -17,12 +17,14 @@ final class RequestContext: @unchecked Sendable {
     init() {}
 }
 
-/// What a shard admitted for one request: whether it has been checked, and the bucket of an admitted write,
+/// What a shard admitted for one request: whether it has been checked, and the bucket of an admitted request,
 /// released when the request is answered.
 final class ShardTicket: @unchecked Sendable {
     let shard: Shard
     var checked = false
-    var writeBucket: Int?
+    /// The bucket of an admitted request, counted in flight until it is answered, and whether it writes.
+    var bucket: Int?
+    var writes = false
 
     init(shard: Shard) {
         self.shard = shard

@@ -72,12 +72,21 @@ extension Gateway {
         return json(shardStatus(shard))
     }
 
-    /// `POST /shard/archive`: once the map gives the bucket away, its files here go (their copies stay in `archive/`).
+    /// `POST /shard/archive`: once the map gives the bucket away, its files here go (their copies stay in `archive/`),
+    /// after the requests admitted for it before the map changed: a read among them would open, and so create,
+    /// a file just removed.
     func shardArchive(_ call: RouteCall) throws(Problem) -> HTTPResponse {
         let shard = try adminShard(call)
         let bucket = try bucketArgument(call.request, shard, allowed: ["bucket"])
         guard shard.map.owners[bucket] != shard.name else {
             throw Problem(.bucketOwned, "bucket \(bucket) is still this shard's in its map (epoch \(shard.map.epoch)); reload the map once the move is committed")
+        }
+        do {
+            try shard.drain(bucket, timeout: .seconds(5))
+        } catch {
+            switch error {
+            case .storageFailed(let detail), .busy(let detail): throw Problem(.busy, detail)
+            }
         }
         var removed = 0
         for location in bucketLocations(bucket, shard) {

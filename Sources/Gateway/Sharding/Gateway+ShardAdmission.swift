@@ -14,8 +14,9 @@ protocol RouteMiddleware {
 /// another shard owns is a 421 `misdirected_request` before anything is opened or created; a write to a
 /// bucket being moved, and any request for a bucket this shard gave away moments ago, is a 503
 /// `bucket_moving` with `Retry-After`. The space is the route's declared one (`Route.space`), resolved with
-/// the path and the caller; an admitted write is released when the request is answered. A transaction's
-/// space is its first call's, known once its body is read (`Gateway.admitTransaction`).
+/// the path and the caller; an admitted request for a user's bucket is counted until it is answered (a freeze
+/// waits for its writes, the removal of a bucket given away for all of them). A transaction's space is its first
+/// call's, known once its body is read (`Gateway.admitTransaction`).
 struct ShardAdmission: RouteMiddleware {
     let shard: Shard
     let gateway: Gateway
@@ -23,7 +24,7 @@ struct ShardAdmission: RouteMiddleware {
     func apply(to call: RouteCall, route: Route, next: (RouteCall) throws(Problem) -> HTTPResponse) throws(Problem) -> HTTPResponse {
         let ticket = ShardTicket(shard: shard)
         call.context.shardTicket = ticket
-        defer { if let bucket = ticket.writeBucket { shard.finish(bucket: bucket) } }
+        defer { if let bucket = ticket.bucket { shard.finish(bucket: bucket, write: ticket.writes) } }
         try gateway.admit(try space(route.space, call), write: isWrite(call), ticket)
         return try next(call)
     }
@@ -93,7 +94,8 @@ extension Gateway {
         switch admission {
         case .admitted:
             ticket.checked = true
-            if write { ticket.writeBucket = bucket }
+            ticket.bucket = bucket
+            ticket.writes = write
         case .misdirected(let owner, let epoch):
             let what = bucket.map { "this user's bucket \($0)" } ?? "the common space"
             var problem = Problem(.misdirectedRequest, "\(what) belongs to shard \(owner) (shard map epoch \(epoch)), not to shard \(shard.name); nothing was read or created here")

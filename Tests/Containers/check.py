@@ -97,6 +97,19 @@ def podman(*arguments, check_status=True):
     return done.stdout.strip()
 
 
+def leftover_facts(name, path):
+    """What made a file a move left behind: its size and time, its page size (bytes 16-17 of the header: 4 0 is
+    1024, the page size daogate gives users' files; 16 0 is 4096, SQLite's default, which Litestream's own
+    connection would give a file it recreated; nothing, an empty file), and the container's log lines naming
+    it or the archive."""
+    facts = podman("exec", name, "sh", "-c", f"stat -c '%s bytes, modified %y' {path}; od -A n -t u1 -j 16 -N 2 {path}",
+                   check_status=False)
+    logs = subprocess.run(PODMAN + ["logs", name], capture_output=True, text=True, timeout=60)
+    named = [line for line in (logs.stdout + logs.stderr).splitlines()
+             if os.path.basename(path) in line or "/shard/archive" in line][-12:]
+    return {"file": facts, "log": named}
+
+
 class Writes:
     """Writer threads, each with its users: PUT /kv/user/load/k<n>, recording every acknowledged write."""
 
@@ -389,11 +402,14 @@ def compose(work, env):
     check(owner == target and after["epoch"] == shard_map["epoch"] + 1, f"compose: the map after the move: {after}")
     placed = podman("exec", podman("ps", "--filter", f"label=com.docker.compose.service={target}", "--format", "{{.Names}}"),
                     "ls", "/srv/data/users")
-    left = podman("exec", podman("ps", "--filter", f"label=com.docker.compose.service={source}", "--format", "{{.Names}}"),
-                  "ls", "/srv/data/users")
+    source_container = podman("ps", "--filter", f"label=com.docker.compose.service={source}", "--format", "{{.Names}}")
+    left = podman("exec", source_container, "ls", "/srv/data/users")
     for user in in_bucket:
-        check(f"p-{user}.db" in placed.split() and f"p-{user}.db" not in left.split(),
-              f"compose: {user}'s file is not on {target} alone after the move")
+        if check(f"p-{user}.db" in placed.split() and f"p-{user}.db" not in left.split(),
+                 f"compose: {user}'s file is not on {target} alone after the move"):
+            continue
+        if f"p-{user}.db" in left.split():
+            print("compose: what was left on", source, leftover_facts(source_container, f"/srv/data/users/p-{user}.db"), flush=True)
     acknowledged = len(writes.acknowledged) + sum(writes.inserted.values())
     figures["compose"] = (f"{len(users)} users through HAProxy, {acknowledged} writes acknowledged "
                           f"({len(writes.acknowledged)} KV, {sum(writes.inserted.values())} inserts), {read_back} read back; "

@@ -242,7 +242,7 @@ public final class Shard: Sendable {
     /// user's file, ends before the bucket's files are removed (`POST /shard/archive`).
     public func drain(_ bucket: Int, timeout: Duration) throws(ShardError) {
         let deadline = ContinuousClock.now + timeout
-        while state.withLock({ ($0.reads[bucket] ?? 0) + ($0.writes[bucket] ?? 0) }) > 0 {
+        while inFlight(bucket) != (reads: 0, writes: 0) {
             guard ContinuousClock.now < deadline else {
                 throw .busy("requests for bucket \(bucket) admitted before the map gave it away did not finish within \(timeout); try again")
             }

@@ -39,7 +39,7 @@ public struct OpenAPIDescription {
         builder.addCommonComponents()
         // The methods are described twice: this first pass gathers each class's members and the row shapes
         // methods share; the routes' pass below writes every method with them complete.
-        _ = builder.daoPaths("/dao/{module}/{method}")
+        _ = builder.daoPaths(Gateway.callTemplate)
         builder.finalPass = true
         // The paths are the route table's, each described by its own entry (`Gateway.routes`).
         var publicPaths: Set<OpenAPI.Path> = []

@@ -37,7 +37,7 @@ import HTTPTransport
 /// ErrorCodeTests sends it hostile requests and fails on an answer whose code its `errors:` do not declare.
 extension Gateway {
     public static let routes: [Route] = [
-        Route("/dao/{module}/{method}", space: .module, describedBy: { $0.daoPaths($1) })
+        Route(callTemplate, space: .module, describedBy: { $0.daoPaths($1) })
             .post(errors: .call) { try $0.call($1, module: $1.parameters.module, method: $1.parameters.method) },
         Route("/transaction", space: .firstCall, describedBy: { $0.transactionPaths($1) })
             .post(errors: .call, [.engine(.invalidReference)]) { try $0.transaction($1) },
@@ -173,6 +173,7 @@ extension Gateway {
     public static let routeTemplates: [RouteTemplate] = routes.map(\.template)
 
     static let router = Router(routes)
-    /// `/dao/{module}/{method}`, the route of `ModuleSet.callPaths`.
-    static let callRoute = routes.first { $0.template.description == "/dao/{module}/{method}" }!
+    /// The template of a DAO method's call, and its route: the paths of `ModuleSet.callPaths` are written from it.
+    static let callTemplate: RouteTemplate = "/dao/{module}/{method}"
+    static let callRoute = routes.first { $0.template.description == callTemplate.description }!
 }

@@ -26,7 +26,8 @@ public final class ModuleSet: Sendable {
         var callPaths: [String: RouteParameters] = [:]
         for module in engine.modules.values where Self.isLiteralSegment(module.name) {
             for method in module.methods where Self.isLiteralSegment(method.name) {
-                callPaths["/dao/\(module.name)/\(method.name)"] = RouteParameters(module: module, method: method)
+                let path = Gateway.callTemplate.path([.module: module.name, .method: method.name])
+                callPaths[path] = RouteParameters(module: module, method: method)
             }
         }
         self.callPaths = callPaths

@@ -77,17 +77,22 @@ public struct CORSResponder<Wrapped: HTTPResponder>: HTTPResponder {
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
-        guard let origin = allowedOrigin(request) else { return varying(wrapped.respond(to: request)) }
+        guard let origin = allowedOrigin(request) else {
+            let response = wrapped.respond(to: request)
+            return response.offWorkerThread == nil ? Self.varying(response) : response.changed(Self.varying)
+        }
         if request.method == "OPTIONS", request.firstValue(of: "Access-Control-Request-Method") != nil {
             return HTTPResponse(status: 204, headers: [("Access-Control-Allow-Origin", origin), ("Vary", "Origin")] + preflightHeaders)
         }
-        return allowing(wrapped.respond(to: request), origin)
+        // The answer's headers are added to what is sent: for one worked out off the worker thread, once it is.
+        let response = wrapped.respond(to: request)
+        return response.offWorkerThread == nil ? Self.allowing(response, origin) : response.changed { Self.allowing($0, origin) }
     }
 
     public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
         let response = wrapped.respond(to: refusal, request: request)
-        guard let origin = allowedOrigin(request) else { return varying(response) }
-        return allowing(response, origin)
+        guard let origin = allowedOrigin(request) else { return Self.varying(response) }
+        return Self.allowing(response, origin)
     }
 
     /// The request's `Origin` when the policy allows it (sent once, exactly as listed).
@@ -96,13 +101,13 @@ public struct CORSResponder<Wrapped: HTTPResponder>: HTTPResponder {
         return origin
     }
 
-    private func allowing(_ response: HTTPResponse, _ origin: String) -> HTTPResponse {
+    private static func allowing(_ response: HTTPResponse, _ origin: String) -> HTTPResponse {
         var response = varying(response)
         response.headers.append(("Access-Control-Allow-Origin", origin))
         return response
     }
 
-    private func varying(_ response: HTTPResponse) -> HTTPResponse {
+    @Sendable private static func varying(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
         response.headers.append(("Vary", "Origin"))
         return response

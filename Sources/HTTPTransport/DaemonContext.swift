@@ -28,6 +28,8 @@ final class DaemonContext: Sendable {
     let lastDiagnostic = Mutex<String?>(nil)
     /// The streamed responses being sent, which a graceful stop ends.
     let streams = HTTPStreams()
+    /// The answers being worked out off the worker threads, which a stop waits for.
+    let offWorkerAnswers = OffWorkerAnswers()
 
     init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?, watchdog: ConnectionWatchdog?) {
         self.responder = responder
@@ -56,6 +58,8 @@ final class RequestState {
     /// The status of the response queued, nil until then.
     var status: Int?
     var logMetadata: [(name: String, value: String)] = []
+    /// The answer being worked out off the worker thread, while the connection is suspended; nil for most.
+    var offWorkerAnswer: OffWorkerAnswer?
 
     init(target: RequestTarget, connection: ConnectionDeadline?) {
         self.target = target
@@ -149,6 +153,12 @@ extension DaemonContext {
     /// The access handler's last call, with the request complete: asks the responder and queues its answer.
     func finish(state: RequestState, connection: OpaquePointer) -> MHD_Result {
         guard state.status == nil else { return .YES }
+        if let answer = state.offWorkerAnswer {
+            // Called again once the connection was resumed: the answer is there (or, before, nothing to do).
+            guard let response = answer.take() else { return .YES }
+            state.offWorkerAnswer = nil
+            return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
+        }
         if let deadline = state.connection { watchdog?.answering(deadline) }
         if state.bodyLimitExceeded {
             return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
@@ -160,6 +170,7 @@ extension DaemonContext {
         let response = responder.respond(to: request)
         request.body = []
         swap(&request, &state.request)
+        if let work = response.offWorkerThread { return answerOffWorkerThread(work, state: state, connection: connection) }
         return queue(response, state: state, connection: connection, closing: isDraining.load(ordering: .sequentiallyConsistent))
     }
 
@@ -185,6 +196,25 @@ extension DaemonContext {
     func diagnose(_ message: String) {
         lastDiagnostic.withLock { $0 = message }
         accessLog?.debug("libmicrohttpd: \(escapingControlCharacters(message))")
+    }
+
+    /// Suspends the connection and works the answer out on a thread of its own; the thread resumes the
+    /// connection when it is done, and libmicrohttpd's next call of the access handler (`finish`) queues it.
+    /// The connection's worker thread goes on serving its other connections meanwhile, and a suspended
+    /// connection is not timed out.
+    private func answerOffWorkerThread(_ work: @escaping @Sendable () -> HTTPResponse, state: RequestState,
+                                       connection: OpaquePointer) -> MHD_Result {
+        let answer = OffWorkerAnswer(connection: connection)
+        state.offWorkerAnswer = answer
+        offWorkerAnswers.started()
+        // From the access handler, as libmicrohttpd documents: the connection leaves the event loop on return.
+        MHD_suspend_connection(connection)
+        let answers = offWorkerAnswers
+        startDetachedThread {
+            answer.deliver(work())
+            answers.ended()
+        }
+        return .YES
     }
 
     private func refuse(_ refusal: TransportRefusal, state: RequestState, connection: OpaquePointer) -> MHD_Result {

@@ -36,7 +36,8 @@ public enum TransportRefusal: Sendable, Equatable {
 ///
 /// Both methods are called on libmicrohttpd's worker threads, synchronously:
 /// a slow answer holds that thread (and the connections it serves) until it
-/// returns.
+/// returns, unless it is worked out on a thread of its own
+/// (`HTTPResponse.answeredOffWorkerThread`).
 public protocol HTTPResponder: Sendable {
     /// The response to a complete request.
     func respond(to request: HTTPRequest) -> HTTPResponse

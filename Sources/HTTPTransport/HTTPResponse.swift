@@ -16,6 +16,11 @@ public struct HTTPResponse: Sendable {
     public var logMetadata: [(name: String, value: String)]
     /// A body written while it is sent (Server-Sent Events): when set, `body` is ignored.
     public var stream: HTTPStream?
+    /// The answer, worked out on a thread of its own instead of libmicrohttpd's worker thread: when set, every
+    /// other field is ignored, the connection is suspended while `offWorkerThread` runs, and what it returns is
+    /// sent. For a call that may take seconds (a shard's freeze, export, import or archive during a bucket
+    /// move): a worker thread serves many connections, and each would wait as long.
+    public var offWorkerThread: (@Sendable () -> HTTPResponse)?
 
     public init(
         status: Int,
@@ -27,6 +32,19 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
         self.logMetadata = logMetadata
+    }
+
+    /// An answer worked out off libmicrohttpd's worker thread (`offWorkerThread`).
+    public static func answeredOffWorkerThread(_ work: @escaping @Sendable () -> HTTPResponse) -> HTTPResponse {
+        var response = HTTPResponse(status: 500)
+        response.offWorkerThread = work
+        return response
+    }
+
+    /// The response changed by `change`: now, or, for an answer worked out off the worker thread, when it is.
+    public func changed(_ change: @escaping @Sendable (HTTPResponse) -> HTTPResponse) -> HTTPResponse {
+        guard let work = offWorkerThread else { return change(self) }
+        return .answeredOffWorkerThread { change(work()) }
     }
 
     /// The reason phrase of a status, as the status line says it: libmicrohttpd's own table (RFC 9110's phrases),

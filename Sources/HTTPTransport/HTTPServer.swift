@@ -153,8 +153,10 @@ public final class HTTPServer: Sendable {
     ///
     /// Responses sent while draining carry `Connection: close`. The port stays
     /// bound until the daemon stops. A responder still running when the grace
-    /// period ends cannot be interrupted: MHD_stop_daemon waits for it to
-    /// return, then closes every connection. A second call, or a call on a
+    /// period ends cannot be interrupted: it is waited for (an answer worked
+    /// out off a worker thread, `HTTPResponse.answeredOffWorkerThread`, until
+    /// it is delivered; one on a worker thread by MHD_stop_daemon), then every
+    /// connection is closed. A second call, or a call on a
     /// server that never started, returns at once.
     public func shutdown(gracePeriod: Duration = .seconds(10)) {
         let daemon = lifecycle.withLock { (state: inout Lifecycle) -> Daemon? in
@@ -179,6 +181,9 @@ public final class HTTPServer: Sendable {
             var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
             nanosleep(&pause, nil)
         }
+        // An answer still being worked out off a worker thread is waited for, as a responder still running on
+        // one is by MHD_stop_daemon: its connection is suspended, and the daemon may not stop before it resumes.
+        context.offWorkerAnswers.waitForAll()
         MHD_stop_daemon(daemon.handle)
         if let socket = daemon.tlsSocket { TLSCertificateStore.unregister(socket: socket) }
         certificates.withLock { $0 = nil }

@@ -10,6 +10,19 @@ import Synchronization
 import Testing
 
 /// A gateway over the example modules in a temporary data folder, called in-process.
+/// What curl writes to its standard output, run with `arguments`: a real client for tests of a served gateway.
+func curl(_ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
 final class GatewayFixture: Sendable {
     let root: URL
     let gateway: Gateway
@@ -75,8 +88,10 @@ final class GatewayFixture: Sendable {
               query: [(String, String)] = [], contentType: String? = "application/json") -> Reply {
         var all = headers.map { (name: $0.0, value: $0.1) }
         if body != nil, let contentType { all.append(("Content-Type", contentType)) }
-        return Reply(response: gateway.respond(to: HTTPRequest(method: method, path: path, query: query.map { (name: $0.0, value: $0.1) },
-                                                               headers: all, body: Array((body ?? "").utf8))))
+        let response = gateway.respond(to: HTTPRequest(method: method, path: path, query: query.map { (name: $0.0, value: $0.1) },
+                                                       headers: all, body: Array((body ?? "").utf8)))
+        // As the transport does, an answer worked out off its worker thread (a shard's move calls) is worked out.
+        return Reply(response: response.offWorkerThread?() ?? response)
     }
 
     @discardableResult

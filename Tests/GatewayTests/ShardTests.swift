@@ -270,6 +270,54 @@ import Testing
         #expect(shard.inFlight(0) == (reads: 0, writes: 0))
     }
 
+    /// The routes answered off libmicrohttpd's worker thread are the calls of a bucket move, which may take
+    /// seconds, and no other.
+    @Test func theCallsOfAMoveAreTheRoutesAnsweredOffTheWorkerThread() {
+        #expect(Gateway.routes.filter(\.answersOffWorkerThread).map(\.template.description)
+                == ["/shard/freeze", "/shard/export", "/shard/import", "/shard/archive"])
+    }
+
+    /// The calls of a bucket move are answered off libmicrohttpd's worker thread: a freeze waiting for a write
+    /// in flight holds none, so a server with one worker thread answers other requests meanwhile (with the
+    /// freeze on its thread, `GET /healthz` would wait the freeze's 10 s out), and the freeze answers once the
+    /// write ends. Real sockets, curl as the client.
+    @Test func aFreezeWaitingForAWriteHoldsNoWorkerThread() throws {
+        let fixture = try Self.shardFixture("a")
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1),
+                                responder: fixture.gateway)
+        try server.start()
+        defer { server.shutdown(gracePeriod: .seconds(1)) }
+        let base = "http://127.0.0.1:\(server.port)"
+        let shard = try #require(fixture.gateway.configuration.shard)
+        // A write admitted for bucket 0, still running (as on another thread).
+        let (bucket, admission) = shard.admit(.user("u-0000"), write: true)
+        #expect(bucket == 0 && admission == .admitted)
+        final class Answer: @unchecked Sendable {
+            var status = ""
+            let done = DispatchSemaphore(value: 0)
+        }
+        let freeze = Answer()
+        Thread.detachNewThread {
+            freeze.status = (try? curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", "-X", "POST",
+                                        "-H", "Authorization: Bearer " + GatewayFixture.adminToken,
+                                        "-H", "Content-Type: application/json", "--data", #"{"bucket": 0}"#,
+                                        base + "/shard/freeze"])) ?? "curl failed"
+            freeze.done.signal()
+        }
+        #expect(freeze.done.wait(timeout: .now() + 0.5) == .timedOut, "the freeze did not wait for the write")
+        let asked = ContinuousClock.now
+        let health = try curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", base + "/healthz"])
+        let waited = ContinuousClock.now - asked
+        #expect(health == "200")
+        #expect(waited < .seconds(3), "GET /healthz waited \(waited) for the freeze's thread")
+        #expect(freeze.done.wait(timeout: .now()) == .timedOut, "the freeze answered before the write ended")
+        shard.finish(bucket: 0, write: true)
+        #expect(freeze.done.wait(timeout: .now() + 10) == .success)
+        #expect(freeze.status == "200")
+        #expect(fixture.send("POST", "/shard/unfreeze", #"{"bucket": 0}"#,
+                             headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)]).status == 200)
+    }
+
     @Test func aServerThatIsNoShardHasNoShardOperations() throws {
         let fixture = try GatewayFixture()
         let reply = fixture.send("GET", "/shard", headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)])

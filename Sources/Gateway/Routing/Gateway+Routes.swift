@@ -148,23 +148,29 @@ extension Gateway {
         Route(explorer: "/docs/explorer.css")
             .get(errors: []) { gateway, _ in gateway.explorerFile(.style) },
 
-        // A shard's admin operations (`serve --shard`; elsewhere 404 not_a_shard), each the admin's.
+        // A shard's admin operations (`serve --shard`; elsewhere 404 not_a_shard), each the admin's. The calls of a
+        // bucket move, which may take seconds (a freeze waits for writes, an import for the source's exports),
+        // run on a thread of their own: the worker thread goes on with its other connections.
         Route("/shard", space: .shard, describedBy: { $0.shardPaths($1) })
             .get(errors: .shard) { try $0.shardStatus($1) },
         Route("/shard/reload", space: .shard, describedBy: { $0.shardPaths($1) })
             .post(errors: .shard, [.engine(.storageFailed)]) { try $0.shardReload($1) },
         Route("/shard/freeze", space: .shard, describedBy: { $0.shardPaths($1) })
+            .offWorkerThread()
             .post(errors: .shard, .body, [.engine(.storageFailed), .engine(.busy)]) { try $0.shardFreeze($1) },
         Route("/shard/unfreeze", space: .shard, describedBy: { $0.shardPaths($1) })
             .post(errors: .shard, .body) { try $0.shardUnfreeze($1) },
         Route("/shard/export", space: .shard, describedBy: { $0.shardPaths($1) })
+            .offWorkerThread()
             .post(errors: .shard, .body,
                           [.sharding(.bucketOwned), .request(.notFound), .engine(.storageFailed)]) { try $0.shardExport($1) },
         Route("/shard/import", space: .shard, describedBy: { $0.shardPaths($1) })
+            .offWorkerThread()
             .post(errors: .shard, .body,
                           [.sharding(.bucketOwned), .sharding(.unknownShard), .sharding(.importRefused),
                            .sharding(.moveFailed), .engine(.storageFailed), .engine(.busy)]) { try $0.shardImport($1) },
         Route("/shard/archive", space: .shard, describedBy: { $0.shardPaths($1) })
+            .offWorkerThread()
             .post(errors: .shard, .body,
                           [.sharding(.bucketOwned), .engine(.busy)]) { try $0.shardArchive($1) },
     ]

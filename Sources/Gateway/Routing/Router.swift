@@ -37,6 +37,9 @@ public struct Route: Sendable {
     let endpoints: [Endpoint]
     /// Nil for the explorer's pages, which the document leaves out.
     let describe: Describer?
+    /// Answered on a thread of its own, not libmicrohttpd's worker thread (`HTTPResponse.answeredOffWorkerThread`):
+    /// a shard's calls of a bucket move, which take seconds, while a worker thread serves many connections.
+    public private(set) var answersOffWorkerThread = false
 
     init(_ template: RouteTemplate, public isPublic: Bool = false, space: RouteSpace, describedBy describe: @escaping Describer) {
         self.template = template
@@ -69,6 +72,14 @@ public struct Route: Sendable {
         isExplorer = route.isExplorer
         endpoints = route.endpoints + [endpoint]
         describe = route.describe
+        answersOffWorkerThread = route.answersOffWorkerThread
+    }
+
+    /// The route, answered off libmicrohttpd's worker thread (`answersOffWorkerThread`).
+    func offWorkerThread() -> Route {
+        var route = self
+        route.answersOffWorkerThread = true
+        return route
     }
 
     /// Whether the OpenAPI document describes the route (every route but the explorer's pages).

@@ -120,6 +120,13 @@ public struct Gateway: HTTPResponder {
         } catch {
             response = explained(error).response(encoding)
         }
+        // An answer worked out off the worker thread is counted and logged with what it answers, once it is (the
+        // closure only then: made for every request, it would cost each an allocation).
+        guard response.offWorkerThread == nil else { return response.changed { [self] in finished($0, request, context) } }
+        return finished(response, request, context)
+    }
+
+    private func finished(_ response: HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         metrics.count(status: response.status)
         return withLogMetadata(response, request, context)
     }
@@ -167,7 +174,16 @@ public struct Gateway: HTTPResponder {
         // In jwt mode, no route reaching storage reads anything before the token is checked.
         if case .jwt = configuration.authentication, !route.isPublic { _ = try caller(call) }
         let endpoint = try route.endpoint(request)
-        return try applyMiddleware(to: call, route: route) { call throws(Problem) in try endpoint.answer(self, call) }
+        guard route.answersOffWorkerThread else {
+            return try applyMiddleware(to: call, route: route) { call throws(Problem) in try endpoint.answer(self, call) }
+        }
+        return .answeredOffWorkerThread { [self] in
+            do throws(Problem) {
+                return try applyMiddleware(to: call, route: route) { call throws(Problem) in try endpoint.answer(self, call) }
+            } catch {
+                return explained(error).response(encoding)
+            }
+        }
     }
 
     /// The route of the request and its parameters: a call to one of the set's methods by its plain path with

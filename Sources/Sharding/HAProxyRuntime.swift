@@ -8,9 +8,13 @@ import Foundation
 public struct HAProxyRuntime: Sendable {
     /// The socket's path (`stats socket` in the generated configuration).
     public let socket: String
+    /// How long a command's answer (and the sending of it) may take before it is a failure: an HAProxy that
+    /// accepts the connection and never answers does not hold a bucket move or a failover for ever.
+    public let timeout: Duration
 
-    public init(socket: String) {
+    public init(socket: String, timeout: Duration = .seconds(10)) {
         self.socket = socket
+        self.timeout = timeout
     }
 
     /// A command HAProxy did not take, or a socket that does not answer.
@@ -65,6 +69,10 @@ public struct HAProxyRuntime: Sendable {
         let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure("cannot make a unix socket") }
         defer { close(socket) }
+        let (seconds, attoseconds) = timeout.components
+        var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -83,6 +91,9 @@ public struct HAProxyRuntime: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = recv(socket, &buffer, buffer.count, 0)
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                throw Failure("HAProxy's runtime API at \(path) did not answer '\(command.prefix(80))' within \(timeout)")
+            }
             if count <= 0 { break }
             answer += buffer[0..<count]
         }

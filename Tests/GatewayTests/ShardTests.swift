@@ -318,6 +318,33 @@ import Testing
                              headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)]).status == 200)
     }
 
+    /// An HAProxy whose runtime API takes the connection and never answers (a listening socket nobody serves)
+    /// is a failure after the runtime's timeout, naming the socket and the command: a bucket move or a failover
+    /// is not held for ever.
+    @Test func aRuntimeAPIThatNeverAnswersIsAFailureAfterTheTimeout() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-mute-\(UUID().uuidString.prefix(8)).sock").path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener); unlink(path) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && listen(listener, 4) == 0)
+        let asked = ContinuousClock.now
+        #expect {
+            try HAProxyRuntime(socket: path, timeout: .milliseconds(300)).run("show map")
+        } throws: { error in
+            "\(error)".contains("did not answer 'show map' within") && "\(error)".contains(path)
+        }
+        #expect(ContinuousClock.now - asked < .seconds(5))
+    }
+
     @Test func aServerThatIsNoShardHasNoShardOperations() throws {
         let fixture = try GatewayFixture()
         let reply = fixture.send("GET", "/shard", headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)])

@@ -49,7 +49,13 @@ public struct ResourceBudget: Sendable, Equatable {
 ///     files.release(entry, cost: entry.value.resourceCost)
 ///     for pool in files.evictions() { pool.close() }
 ///
-/// Every operation is O(1) but `evictions()`, which is O(what it evicts).
+/// The idle list is kept lazily, as a CLOCK keeps its ring: a lease and its release touch their entry alone,
+/// not its neighbours in the list (with ten thousand users' files open, a call to one met after the others is
+/// a cache miss on each entry it touches, all under the registry's lock). An entry leased while in the list
+/// stays there, marked used; a walk from the least recently used end (`evictions`, `removeOldestIdle`) takes
+/// out the leased entries it meets and gives a used one a second chance behind the newest, so the order is
+/// least recently used up to those second chances. Every operation is O(1) but the walks, which are
+/// O(what they pass), each entry passed once per lease.
 public struct LeasedLRU<Key: Hashable, Value> {
     public final class Entry {
         public let key: Key
@@ -64,7 +70,11 @@ public struct LeasedLRU<Key: Hashable, Value> {
         public fileprivate(set) var previouslyLeasedAt: UInt64 = 0
         /// Set when the entry leaves `entries`: a lease released after that changes nothing (told without a lookup).
         fileprivate var isRemoved = false
-        /// The idle list, least recently used first; only idle entries are in it.
+        /// In the idle list: every idle entry is, and an entry leased since it went idle may still be.
+        fileprivate var isListed = false
+        /// Leased since it was put in the list: the next walk to meet it moves it behind the newest.
+        fileprivate var isUsedSinceListed = false
+        /// The idle list, least recently used first.
         fileprivate var older: Entry?
         fileprivate var newer: Entry?
 
@@ -93,10 +103,10 @@ public struct LeasedLRU<Key: Hashable, Value> {
     /// Whether everything open fits the budget.
     public var isWithinBudget: Bool { budget.admits(total, files: entries.count) }
 
-    /// The entry for `key` with one more lease, nil when there is none.
+    /// The entry for `key` with one more lease, nil when there is none. It stays where it is in the idle list.
     public mutating func lease(_ key: Key) -> Entry? {
         guard let entry = entries[key] else { return nil }
-        if entry.leases == 0 { unlinkIdle(entry) }
+        if entry.isListed { entry.isUsedSinceListed = true }
         entry.leases += 1
         leaseClock &+= 1
         entry.previouslyLeasedAt = entry.leasedAt
@@ -116,7 +126,8 @@ public struct LeasedLRU<Key: Hashable, Value> {
         return entry
     }
 
-    /// Gives a lease back, with what the entry holds now; the last lease makes it the most recently used idle entry.
+    /// Gives a lease back, with what the entry holds now; the last lease makes it the most recently used idle
+    /// entry (one still in the list keeps its place, marked used since, until a walk meets it).
     public mutating func release(_ entry: Entry, cost: ResourceCost) {
         precondition(entry.leases > 0, "LeasedLRU.release: the entry has no lease")
         entry.leases -= 1
@@ -124,11 +135,8 @@ public struct LeasedLRU<Key: Hashable, Value> {
         guard !entry.isRemoved else { return }
         total = total - entry.cost + cost
         entry.cost = cost
-        guard entry.leases == 0 else { return }
-        entry.older = newestIdle
-        newestIdle?.newer = entry
-        newestIdle = entry
-        if oldestIdle == nil { oldestIdle = entry }
+        guard entry.leases == 0, !entry.isListed else { return }
+        appendIdle(entry)
     }
 
     /// Updates what a leased entry holds (a file that opened a reader).
@@ -142,26 +150,30 @@ public struct LeasedLRU<Key: Hashable, Value> {
     /// exceeded, and returns their values, for the caller to close outside its lock.
     public mutating func evictions() -> [Value] {
         var evicted: [Value] = []
-        while !isWithinBudget, let entry = oldestIdle {
+        while !isWithinBudget, let entry = settledOldestIdle() {
             remove(entry)
             evicted.append(entry.value)
         }
         return evicted
     }
 
-    /// Calls `body` with the idle entries, least recently used first, until it returns false or `limit` were seen.
-    public func forEachIdle(limit: Int = .max, _ body: (Entry) -> Bool) {
+    /// Calls `body` with the idle entries, least recently used first (up to the second chances of entries used
+    /// since they went idle), until it returns false or `limit` were seen.
+    public mutating func forEachIdle(limit: Int = .max, _ body: (Entry) -> Bool) {
+        _ = settledOldestIdle()
         var next = oldestIdle
         var seen = 0
-        while let entry = next, seen < limit, body(entry) {
+        while let entry = next, seen < limit {
             next = entry.newer
+            guard entry.leases == 0 else { continue }
+            guard body(entry) else { return }
             seen += 1
         }
     }
 
     /// The least recently used idle entry, removed; nil when every entry is leased.
     public mutating func removeOldestIdle() -> Value? {
-        guard let entry = oldestIdle else { return nil }
+        guard let entry = settledOldestIdle() else { return nil }
         remove(entry)
         return entry.value
     }
@@ -182,8 +194,25 @@ public struct LeasedLRU<Key: Hashable, Value> {
         return all
     }
 
+    /// The oldest entry of the idle list once the leased entries at its head are taken out (their release puts
+    /// them back, behind the newest) and those used since they were listed are moved behind the newest: the
+    /// least recently used idle entry. Each entry is passed at most twice, so this ends.
+    private mutating func settledOldestIdle() -> Entry? {
+        while let entry = oldestIdle {
+            if entry.leases > 0 {
+                unlinkIdle(entry)
+            } else if entry.isUsedSinceListed {
+                unlinkIdle(entry)
+                appendIdle(entry)
+            } else {
+                return entry
+            }
+        }
+        return nil
+    }
+
     private mutating func remove(_ entry: Entry) {
-        if entry.leases == 0 { unlinkIdle(entry) }
+        if entry.isListed { unlinkIdle(entry) }
         entries[entry.key] = nil
         entry.isRemoved = true
         total = total - entry.cost
@@ -191,11 +220,22 @@ public struct LeasedLRU<Key: Hashable, Value> {
         entry.cost = .zero
     }
 
+    private mutating func appendIdle(_ entry: Entry) {
+        entry.older = newestIdle
+        newestIdle?.newer = entry
+        newestIdle = entry
+        if oldestIdle == nil { oldestIdle = entry }
+        entry.isListed = true
+        entry.isUsedSinceListed = false
+    }
+
     private mutating func unlinkIdle(_ entry: Entry) {
         if let older = entry.older { older.newer = entry.newer } else { oldestIdle = entry.newer }
         if let newer = entry.newer { newer.older = entry.older } else { newestIdle = entry.older }
         entry.older = nil
         entry.newer = nil
+        entry.isListed = false
+        entry.isUsedSinceListed = false
     }
 }
 

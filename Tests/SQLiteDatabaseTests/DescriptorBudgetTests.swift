@@ -114,6 +114,32 @@ import Testing
         #expect(files.entries.keys.sorted() == ["a", "b", "d"])
     }
 
+    /// The idle list is kept lazily: a file leased while in it keeps its place, and the walk of the evictions
+    /// passes it over (busy) and takes it out; its release puts it behind the newest. A file used and released
+    /// since it went idle gets its second chance behind the newest when the walk meets it.
+    @Test func aFileLeasedWhileInTheListIsPassedOverAndComesBackAsTheNewest() {
+        var files = LeasedLRU<String, String>(budget: ResourceBudget(descriptors: 9, bytes: .max))
+        for name in ["a", "b", "c"] { files.release(files.insert(name, name, cost: Self.file), cost: Self.file) }
+        let a = files.lease("a")!  // busy, still first in the list
+        let d = files.insert("d", "d", cost: Self.file)
+        #expect(files.evictions() == ["b"])  // a is busy: passed over
+        files.release(a, cost: Self.file)  // a: the newest idle file
+        files.release(d, cost: Self.file)  // then d
+        files.insert("e", "e", cost: Self.file)
+        #expect(files.evictions() == ["c"])
+        files.release(files.lease("a")!, cost: Self.file)  // a used again: d is now the least recently used
+        files.insert("f", "f", cost: Self.file)
+        #expect(files.evictions() == ["d"])
+        #expect(files.entries.keys.sorted() == ["a", "e", "f"])
+        // The walk over the idle files sees idle ones only (e and f are leased: inserted, never released).
+        var idle: [String] = []
+        files.forEachIdle { idle.append($0.key); return true }
+        #expect(idle == ["a"])
+        #expect(files.removeOldestIdle() == "a")
+        #expect(files.removeOldestIdle() == nil)
+        #expect(files.total == ResourceCost(descriptors: 6, bytes: 200_000))
+    }
+
     @Test func aFileThatGrewIsChargedWhatItHoldsNow() {
         var files = LeasedLRU<String, String>(budget: ResourceBudget(descriptors: 10, bytes: .max))
         let a = files.insert("a", "a", cost: Self.file)

@@ -42,7 +42,7 @@ final class GatewayFixture: Sendable {
     init(adminToken: String? = GatewayFixture.adminToken, memoryCaches: MemoryCaches.Limits = .init(),
          modulesDirectory: String = GatewayFixture.modulesDirectory, extraModules: [String] = [],
          authentication: Authentication = .trustedHeader, shard: ((URL) throws -> Shard)? = nil,
-         reloadable: Bool = false, explorer: Bool = true) throws {
+         reloadable: Bool = false, explorer: Bool = true, userJournal: JournalMode = .rollback) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("daogate-gateway-\(UUID().uuidString)")
         var (modules, errors) = ModuleLoader.loadDirectory(modulesDirectory)
         if !extraModules.isEmpty {
@@ -57,9 +57,9 @@ final class GatewayFixture: Sendable {
         }
         #expect(errors.isEmpty)
         let events = EventLog()
-        let engine = try Engine(modules: modules,
-                                configuration: Engine.Configuration(dataDirectory: root.path, cipher: Cipher(key: .generate())),
-                                observer: events)
+        var engineConfiguration = Engine.Configuration(dataDirectory: root.path, cipher: try Cipher(key: .generate()))
+        engineConfiguration.userJournal = userJournal
+        let engine = try Engine(modules: modules, configuration: engineConfiguration, observer: events)
         var configuration = GatewayConfiguration(adminToken: adminToken, memoryCaches: memoryCaches,
                                                  clock: clock.expiryClock, authentication: authentication,
                                                  shard: try shard?(root),

@@ -44,13 +44,14 @@ import Testing
         }
     }
 
-    static func shardFixture(_ name: String, handoverGrace: Duration = .seconds(5)) throws -> GatewayFixture {
+    static func shardFixture(_ name: String, handoverGrace: Duration = .seconds(5),
+                             userJournal: JournalMode = .rollback) throws -> GatewayFixture {
         try GatewayFixture(shard: { root in
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let mapPath = root.appendingPathComponent("shards.json").path
             try Data(Self.mapJSON.utf8).write(to: URL(fileURLWithPath: mapPath))
             return try Shard(name: name, mapPath: mapPath, dataDirectory: root.path, handoverGrace: handoverGrace)
-        })
+        }, userJournal: userJournal)
     }
 
     /// A bucket this shard gave away when it read the map is, for a moment, a 503 `bucket_moving` with
@@ -343,6 +344,41 @@ import Testing
             "\(error)".contains("did not answer 'show map' within") && "\(error)".contains(path)
         }
         #expect(ContinuousClock.now - asked < .seconds(5))
+    }
+
+    /// On a shard whose users' files are WAL (those Litestream replicates), a file made again at a removed path
+    /// just after the archive removed it — as Litestream's set-up of a database it had just found does, by
+    /// opening its path — is removed too, while the archive looks (`Gateway.recreationWindow`): no empty file
+    /// of the bucket is left when it answers.
+    @Test func theArchiveRemovesAFileMadeAgainJustAfterItsRemoval() throws {
+        let fixture = try Self.shardFixture("a", userJournal: .wal)
+        let own = [(Gateway.userHeader, "u-0000")]
+        let admin = [("Authorization", "Bearer " + GatewayFixture.adminToken)]
+        let file = fixture.root.appendingPathComponent("users/p-u-0000.db").path
+        #expect(fixture.send("PUT", "/kv/user/biz/k", #"{"value": 7}"#, headers: own).status == 200)
+        #expect(FileManager.default.fileExists(atPath: file))
+        let moved = Self.mapJSON.replacingOccurrences(of: #""epoch": 3"#, with: #""epoch": 4"#)
+            .replacingOccurrences(of: #"[0, 0, "a"]"#, with: #"[0, 0, "b"]"#)
+        try Data(moved.utf8).write(to: fixture.root.appendingPathComponent("shards.json"))
+        try #require(fixture.gateway.configuration.shard).reload()
+        final class Recreation: @unchecked Sendable {
+            var made = false
+            let done = DispatchSemaphore(value: 0)
+        }
+        let recreation = Recreation()
+        Thread.detachNewThread {
+            // Once the archive removed it, the file is made again, empty, 200 ms later.
+            let deadline = Date().addingTimeInterval(10)
+            while FileManager.default.fileExists(atPath: file), Date() < deadline { usleep(500) }
+            usleep(200_000)
+            recreation.made = FileManager.default.createFile(atPath: file, contents: nil)
+            recreation.done.signal()
+        }
+        let reply = fixture.send("POST", "/shard/archive", #"{"bucket": 0}"#, headers: admin)
+        #expect(reply.status == 200 && reply.json[member: "removed"] == 1, "\(reply.text)")
+        #expect(recreation.done.wait(timeout: .now() + 10) == .success)
+        #expect(recreation.made)
+        #expect(!FileManager.default.fileExists(atPath: file), "the file made again after the archive is still there")
     }
 
     @Test func aServerThatIsNoShardHasNoShardOperations() throws {

@@ -88,6 +88,27 @@ extension Gateway {
             case .storageFailed(let detail), .busy(let detail): throw Problem(.busy, detail)
             }
         }
+        let removed = try removeFiles(of: bucket, shard)
+        if engine.configuration.userJournal == .wal {
+            // Litestream, which replicates WAL files, sets a database it has just found up by opening its path
+            // (once a second): a file removed just then is made again, empty. While it is still frozen here,
+            // the bucket's files are looked for again for a moment, and any that came back are removed.
+            let deadline = ContinuousClock.now + Self.recreationWindow
+            while ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.05)
+                _ = try removeFiles(of: bucket, shard)
+            }
+        }
+        shard.unfreeze(bucket)
+        return json(["bucket": .integer(Int64(bucket)), "removed": .integer(Int64(removed))])
+    }
+
+    /// How long an archive of a shard whose users' files are WAL looks for its bucket's files coming back:
+    /// twice Litestream's default sync interval.
+    static let recreationWindow: Duration = .seconds(2)
+
+    /// Removes every file the bucket has here, in every storage; how many.
+    private func removeFiles(of bucket: Int, _ shard: Shard) throws(Problem) -> Int {
         var removed = 0
         for location in bucketLocations(bucket, shard) {
             guard case .user(let user, let storage) = location else { continue }
@@ -97,8 +118,7 @@ extension Gateway {
                 throw Problem(.busy, "could not remove \(location): \(error)")
             }
         }
-        shard.unfreeze(bucket)
-        return json(["bucket": .integer(Int64(bucket)), "removed": .integer(Int64(removed))])
+        return removed
     }
 
     /// Ends the change streams of spaces this shard no longer holds (a bucket moved away, the common space

@@ -183,7 +183,16 @@ public final class HTTPServer: Sendable {
         }
         // An answer still being worked out off a worker thread is waited for, as a responder still running on
         // one is by MHD_stop_daemon: its connection is suspended, and the daemon may not stop before it resumes.
-        context.offWorkerAnswers.waitForAll()
+        if context.offWorkerAnswers.count > 0 {
+            context.offWorkerAnswers.waitForAll()
+            // A delivered answer is queued and sent once its connection is back in its worker's event loop: the
+            // daemon stops after that (up to 2 s), not while the answer waits to be queued.
+            let sending = ContinuousClock.now.advanced(by: .seconds(2))
+            while inFlightRequests > 0 && ContinuousClock.now < sending {
+                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                nanosleep(&pause, nil)
+            }
+        }
         MHD_stop_daemon(daemon.handle)
         if let socket = daemon.tlsSocket { TLSCertificateStore.unregister(socket: socket) }
         certificates.withLock { $0 = nil }

@@ -44,11 +44,6 @@ public final class HTTPStream: Sendable {
         case closing
     }
 
-    /// A connection's handle, which libmicrohttpd lets any thread resume.
-    private struct Connection: @unchecked Sendable {
-        let handle: OpaquePointer
-    }
-
     private struct State {
         var pending: [UInt8] = []
         /// Bytes of `pending` already handed to libmicrohttpd.
@@ -61,7 +56,7 @@ public final class HTTPStream: Sendable {
         var midSend: Bool { taken > boundary }
         var ending = Ending.open
         /// The response is queued on this connection, until libmicrohttpd lets the response go.
-        var connection: Connection?
+        var connection: SuspendedConnection?
         var suspended = false
         /// libmicrohttpd has let the response go: nothing is sent any more.
         var released = false
@@ -168,7 +163,7 @@ public final class HTTPStream: Sendable {
 
     /// The response is queued on `connection`.
     func attach(to connection: OpaquePointer) {
-        let connection = Connection(handle: connection)
+        let connection = SuspendedConnection(handle: connection)
         state.withLock { $0.connection = connection }
     }
 

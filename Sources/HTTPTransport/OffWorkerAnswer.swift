@@ -4,20 +4,21 @@ import Glibc
 import CMicroHTTPD
 import Synchronization
 
+/// A connection's handle, which libmicrohttpd lets any thread resume once it is suspended (a stream with
+/// nothing to send, an answer worked out off the worker thread).
+struct SuspendedConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+}
+
 /// One answer worked out off libmicrohttpd's worker thread (`HTTPResponse.offWorkerThread`), for a suspended
 /// connection: the thread that works it out delivers it and resumes the connection; the access handler, called
 /// again once the connection is back in its worker's event loop, takes it and queues it.
 final class OffWorkerAnswer: Sendable {
-    /// The suspended connection's handle, which libmicrohttpd lets any thread resume.
-    private struct Connection: @unchecked Sendable {
-        let handle: OpaquePointer
-    }
-
-    private let connection: Connection
+    private let connection: SuspendedConnection
     private let response = Mutex<HTTPResponse?>(nil)
 
     init(connection: OpaquePointer) {
-        self.connection = Connection(handle: connection)
+        self.connection = SuspendedConnection(handle: connection)
     }
 
     /// Keeps the answer, then resumes the connection (after: its handler's next call must find it).

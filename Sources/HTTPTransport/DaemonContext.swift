@@ -29,11 +29,13 @@ final class DaemonContext: Sendable {
     /// The streamed responses being sent, which a graceful stop ends.
     let streams = HTTPStreams()
     /// The answers being worked out off the worker threads, which a stop waits for.
-    let offWorkerAnswers = OffWorkerAnswers()
+    let offWorkerAnswers: OffWorkerAnswers
 
-    init(responder: any HTTPResponder, maximumBodySize: Int, accessLog: Logger?, watchdog: ConnectionWatchdog?) {
+    init(responder: any HTTPResponder, maximumBodySize: Int, offWorkerAnswerLimit: Int, accessLog: Logger?,
+         watchdog: ConnectionWatchdog?) {
         self.responder = responder
         self.maximumBodySize = maximumBodySize
+        self.offWorkerAnswers = OffWorkerAnswers(limit: offWorkerAnswerLimit)
         self.accessLog = accessLog
         let direct = AccessLogHandler.direct(accessLog)
         self.accessLogWriter = direct?.writer
@@ -201,12 +203,18 @@ extension DaemonContext {
     /// Suspends the connection and works the answer out on a thread of its own; the thread resumes the
     /// connection when it is done, and libmicrohttpd's next call of the access handler (`finish`) queues it.
     /// The connection's worker thread goes on serving its other connections meanwhile, and a suspended
-    /// connection is not timed out.
+    /// connection is not timed out. Past the limit of such answers at once, the request is refused instead and
+    /// `work` never runs.
     private func answerOffWorkerThread(_ work: @escaping @Sendable () -> HTTPResponse, state: RequestState,
                                        connection: OpaquePointer) -> MHD_Result {
+        guard offWorkerAnswers.start() else {
+            // The request was read whole: the connection stays open for the client's next one.
+            state.request.body = []
+            let refusal = responder.respond(to: .tooManyLongCalls(limit: offWorkerAnswers.limit), request: state.request)
+            return queue(refusal, state: state, connection: connection, closing: false)
+        }
         let answer = OffWorkerAnswer(connection: connection)
         state.offWorkerAnswer = answer
-        offWorkerAnswers.started()
         // From the access handler, as libmicrohttpd documents: the connection leaves the event loop on return.
         MHD_suspend_connection(connection)
         let answers = offWorkerAnswers

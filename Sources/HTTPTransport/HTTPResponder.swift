@@ -10,6 +10,9 @@ public enum TransportRefusal: Sendable, Equatable {
     case invalidRequest(String)
     /// A `Transfer-Encoding` other than `chunked`, which the server does not implement: 501 (RFC 9112 §6.1).
     case unsupportedTransferCoding
+    /// As many answers as `HTTPServerConfiguration.offWorkerAnswerLimit` allows are being worked out off the
+    /// worker threads, and this one would be another: 503, nothing of it done.
+    case tooManyLongCalls(limit: Int)
 
     /// The status code of the refusal.
     public var status: Int {
@@ -18,6 +21,7 @@ public enum TransportRefusal: Sendable, Equatable {
         case .shuttingDown: 503
         case .invalidRequest: 400
         case .unsupportedTransferCoding: 501
+        case .tooManyLongCalls: 503
         }
     }
 
@@ -28,6 +32,7 @@ public enum TransportRefusal: Sendable, Equatable {
         case .shuttingDown: "server is shutting down"
         case .invalidRequest(let reason): reason
         case .unsupportedTransferCoding: "the only transfer coding taken is chunked"
+        case .tooManyLongCalls(let limit): "\(limit) long calls are being answered already"
         }
     }
 }
@@ -45,7 +50,8 @@ public protocol HTTPResponder: Sendable {
     /// The response for a refusal (so the application can keep one error format); has a default implementation returning a plain JSON body {"error": "..."}.
     ///
     /// `request` has its method, path, query and headers, never a body. The
-    /// transport sends the answer with `Connection: close`.
+    /// transport sends the answer with `Connection: close`, but for `tooManyLongCalls`, whose request was
+    /// read whole.
     func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse
 }
 

@@ -44,6 +44,7 @@ public final class HTTPServer: Sendable {
         self.context = DaemonContext(
             responder: responder,
             maximumBodySize: configuration.maximumBodySize,
+            offWorkerAnswerLimit: configuration.offWorkerAnswerLimit,
             accessLog: accessLog,
             watchdog: ConnectionWatchdog(headerTimeout: configuration.headerTimeout, bodyTimeout: configuration.bodyTimeout,
                                          log: accessLog)

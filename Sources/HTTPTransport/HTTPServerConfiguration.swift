@@ -29,6 +29,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var bodyTimeout: Duration
     /// HTTPS only, with this certificate and key, when set; plain HTTP when nil.
     public var tls: TLSConfiguration?
+    /// The most answers worked out off the worker threads at once (`HTTPResponse.answeredOffWorkerThread`),
+    /// each on a thread of its own; one more is refused (`TransportRefusal.tooManyLongCalls`), so no caller
+    /// makes threads without bound.
+    public var offWorkerAnswerLimit: Int
 
     public init(
         host: String = "127.0.0.1",
@@ -40,7 +44,8 @@ public struct HTTPServerConfiguration: Sendable {
         connectionsPerAddress: Int = 128,
         headerTimeout: Duration = .seconds(10),
         bodyTimeout: Duration = .seconds(60),
-        tls: TLSConfiguration? = nil
+        tls: TLSConfiguration? = nil,
+        offWorkerAnswerLimit: Int = HTTPServerConfiguration.defaultOffWorkerAnswerLimit
     ) {
         self.host = host
         self.port = port
@@ -52,6 +57,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.tls = tls
+        self.offWorkerAnswerLimit = offWorkerAnswerLimit
     }
 
     /// The default thread count: twice the processors online. A worker waiting on a commit's `fsync`, or
@@ -63,6 +69,9 @@ public struct HTTPServerConfiguration: Sendable {
     static var defaultThreads: Int {
         2 * max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     }
+
+    /// The default of `offWorkerAnswerLimit`: a bucket move makes one such call at a time on each shard.
+    public static let defaultOffWorkerAnswerLimit = 16
 
     /// The first thing wrong with the configuration, if any.
     var problem: String? {
@@ -78,6 +87,7 @@ public struct HTTPServerConfiguration: Sendable {
             return "connectionsPerAddress must be between 0 and connectionLimit (\(connectionLimit)), not \(connectionsPerAddress)"
         }
         if headerTimeout < .zero || bodyTimeout < .zero { return "headerTimeout and bodyTimeout must not be negative" }
+        if offWorkerAnswerLimit < 1 { return "offWorkerAnswerLimit must be at least 1, not \(offWorkerAnswerLimit)" }
         return nil
     }
 }

@@ -41,7 +41,23 @@ final class OffWorkerAnswer: Sendable {
 final class OffWorkerAnswers: Sendable {
     private let running = Atomic<Int>(0)
 
-    func started() { running.add(1, ordering: .sequentiallyConsistent) }
+    /// The most running at once.
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts one more, unless `limit` are running: then false, and nothing counted.
+    func start() -> Bool {
+        var current = running.load(ordering: .sequentiallyConsistent)
+        while current < limit {
+            let (exchanged, original) = running.compareExchange(
+                expected: current, desired: current + 1, ordering: .sequentiallyConsistent)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
     func ended() { running.subtract(1, ordering: .sequentiallyConsistent) }
 
     var count: Int { running.load(ordering: .sequentiallyConsistent) }

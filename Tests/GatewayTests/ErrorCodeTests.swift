@@ -24,7 +24,8 @@ import Testing
     @Test func aRefusalOfTheTransportKeepsItsStatus() throws {
         let fixture = try GatewayFixture()
         let request = HTTPRequest(method: "POST", path: "/transaction", query: [], headers: [], body: [])
-        for refusal in [TransportRefusal.bodyTooLarge(limit: 10), .shuttingDown, .invalidRequest("two Hosts"), .unsupportedTransferCoding] {
+        for refusal in [TransportRefusal.bodyTooLarge(limit: 10), .shuttingDown, .invalidRequest("two Hosts"), .unsupportedTransferCoding,
+                             .tooManyLongCalls(limit: 16)] {
             #expect(fixture.gateway.respond(to: refusal, request: request).status == refusal.status, "\(refusal)")
         }
     }

@@ -319,6 +319,47 @@ import Testing
                              headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)]).status == 200)
     }
 
+    /// The long calls of a move are bounded: with the limit's worth being answered (a freeze waiting for a
+    /// write), one more is 503 `too_many_long_calls` with `Retry-After`, and nothing of it is done (its bucket
+    /// is not frozen); once the first ends, it is taken.
+    @Test func aLongCallPastTheLimitIsRefusedAndChangesNothing() throws {
+        let fixture = try Self.shardFixture("a")
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1,
+                                                                       offWorkerAnswerLimit: 1),
+                                responder: fixture.gateway)
+        try server.start()
+        defer { server.shutdown(gracePeriod: .seconds(1)) }
+        let base = "http://127.0.0.1:\(server.port)"
+        let shard = try #require(fixture.gateway.configuration.shard)
+        let (bucket, admission) = shard.admit(.user("u-0000"), write: true)
+        #expect(bucket == 0 && admission == .admitted)
+        @Sendable func freeze(_ bucket: Int) throws -> String {
+            try curl(["-s", "-D", "-", "--max-time", "30", "-X", "POST",
+                      "-H", "Authorization: Bearer " + GatewayFixture.adminToken,
+                      "-H", "Content-Type: application/json", "--data", "{\"bucket\": \(bucket)}", base + "/shard/freeze"])
+        }
+        let first = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? freeze(0)
+            first.signal()
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !shard.isFrozen(0) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(shard.isFrozen(0))
+        let refused = try freeze(1)
+        #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused)")
+        #expect(refused.contains(#""code":"too_many_long_calls""#))
+        #expect(refused.lowercased().contains("retry-after: 1"))
+        #expect(!shard.isFrozen(1))
+        shard.finish(bucket: 0, write: true)
+        #expect(first.wait(timeout: .now() + 10) == .success)
+        #expect(try freeze(1).hasPrefix("HTTP/1.1 200"))
+        for bucket in [0, 1] {
+            #expect(fixture.send("POST", "/shard/unfreeze", "{\"bucket\": \(bucket)}",
+                                 headers: [("Authorization", "Bearer " + GatewayFixture.adminToken)]).status == 200)
+        }
+    }
+
     /// An HAProxy whose runtime API takes the connection and never answers (a listening socket nobody serves)
     /// is a failure after the runtime's timeout, naming the socket and the command: a bucket move or a failover
     /// is not held for ever.

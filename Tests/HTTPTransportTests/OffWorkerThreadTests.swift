@@ -105,6 +105,47 @@ struct OffWorkerThreadTests {
         }
     }
 
+    /// No caller makes threads without bound: with `offWorkerAnswerLimit` answers being worked out, one more is
+    /// refused at once (503, its work never run) and its connection stays open; once one ends, the next is taken.
+    @Test func oneAnswerPastTheLimitIsRefusedAndItsConnectionKept() throws {
+        let gate = Gate()
+        let worked = Atomic<Int>(0)
+        let responder = RecordingResponder { request in
+            guard request.path == "/slow" else { return HTTPResponse(status: 200, body: Array("fast".utf8)) }
+            return .answeredOffWorkerThread {
+                worked.add(1, ordering: .sequentiallyConsistent)
+                gate.wait()
+                return HTTPResponse(status: 201, body: Array("slow".utf8))
+            }
+        }
+        try withServer(responder, configure: { $0.threads = 1; $0.offWorkerAnswerLimit = 2 }) { server in
+            let port = server.port
+            let slow = (0..<2).map { _ in
+                BackgroundThread { () throws -> Int in
+                    let client = try RawClient(port: port)
+                    try client.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+                    return try client.readResponse().status
+                }
+            }
+            #expect(eventually { worked.load(ordering: .sequentiallyConsistent) == 2 })
+            let third = try RawClient(port: port)
+            try third.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody")
+            let refused = try third.readResponse()
+            #expect(refused.status == 503)
+            #expect(refused.text.contains("2 long calls are being answered already"))
+            #expect(refused.header("Connection")?.lowercased() != "close")
+            #expect(worked.load(ordering: .sequentiallyConsistent) == 2)
+            // The same connection goes on.
+            try third.send("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try third.readResponse().status == 200)
+            gate.release()
+            #expect(try slow.map { try $0.join() } == [201, 201])
+            try third.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            #expect(try third.readResponse().status == 201)
+            #expect(worked.load(ordering: .sequentiallyConsistent) == 3)
+        }
+    }
+
     /// A stop while an answer is worked out off the worker thread waits for it (its connection is suspended,
     /// and libmicrohttpd's daemon may not stop before it resumes): the client gets the answer, and the stop
     /// returns after it, with nothing in flight.

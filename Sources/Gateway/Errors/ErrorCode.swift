@@ -36,6 +36,7 @@ public enum ErrorCode: Hashable, Sendable {
         case unsupportedMediaType = "unsupported_media_type"
         case unsupportedTransferCoding = "unsupported_transfer_coding"
         case shuttingDown = "shutting_down"
+        case tooManyLongCalls = "too_many_long_calls"
         case `internal` = "internal"
     }
 
@@ -85,7 +86,7 @@ public enum ErrorCode: Hashable, Sendable {
             case .bodyTooLarge: 413
             case .unsupportedMediaType: 415
             case .unsupportedTransferCoding: 501
-            case .shuttingDown: 503
+            case .shuttingDown, .tooManyLongCalls: 503
             case .internal: 500
             }
         case .auth(let code):

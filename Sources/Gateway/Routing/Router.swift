@@ -88,9 +88,11 @@ public struct Route: Sendable {
     /// The methods the route takes, in the order `Allow` lists them.
     public var methods: [String] { endpoints.flatMap(\.methods) }
 
-    /// The codes the route declares for a method (nil: it does not take the method).
+    /// The codes the route declares for a method (nil: it does not take the method); answered off the worker
+    /// thread, also the transport's refusal past the limit of such answers.
     public func errors(of method: String) -> RouteErrors? {
-        endpoints.first { $0.methods.contains(method) }?.errors
+        guard let errors = endpoints.first(where: { $0.methods.contains(method) })?.errors else { return nil }
+        return answersOffWorkerThread ? RouteErrors([errors, [.request(.tooManyLongCalls)]]) : errors
     }
 
     /// `GET` (and `HEAD`, unless `head` is false: the body is built and dropped by the transport), giving `errors`.

@@ -132,13 +132,17 @@ public struct Gateway: HTTPResponder {
     }
 
     public func respond(to refusal: TransportRefusal, request: HTTPRequest) -> HTTPResponse {
-        let problem = switch refusal {
+        var problem = switch refusal {
         case .bodyTooLarge(let limit): Problem(.bodyTooLarge, "the body is larger than the limit of \(limit) bytes")
         case .shuttingDown: Problem(.shuttingDown, "the server is shutting down")
         case .invalidRequest(let reason): Problem(.invalidRequest, reason)
         case .unsupportedTransferCoding:
             Problem(.unsupportedTransferCoding, "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
+        case .tooManyLongCalls(let limit):
+            Problem(.tooManyLongCalls, "\(limit) long calls (a bucket move's freeze, export, import and archive) are "
+                    + "being answered already; nothing of this one was done")
         }
+        if case .tooManyLongCalls = refusal { problem.headers = [("Retry-After", "1")] }
         metrics.count(status: problem.status)
         return withLogMetadata(problem.response(JSONWriteOptions()), request, RequestContext())
     }

@@ -278,21 +278,29 @@ import Testing
                 == ["/shard/freeze", "/shard/export", "/shard/import", "/shard/archive"])
     }
 
+    /// Shard a served by a real server with one worker thread, and a write admitted for bucket 0 still running
+    /// (as on another thread): `shard.finish(bucket: 0, write: true)` ends it.
+    static func servedWithAWriteRunning(offWorkerAnswerLimit: Int = HTTPServerConfiguration.defaultOffWorkerAnswerLimit)
+        throws -> (GatewayFixture, HTTPServer, Shard) {
+        let fixture = try shardFixture("a")
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1,
+                                                                       offWorkerAnswerLimit: offWorkerAnswerLimit),
+                                responder: fixture.gateway)
+        try server.start()
+        let shard = try #require(fixture.gateway.configuration.shard)
+        let (bucket, admission) = shard.admit(.user("u-0000"), write: true)
+        #expect(bucket == 0 && admission == .admitted)
+        return (fixture, server, shard)
+    }
+
     /// The calls of a bucket move are answered off libmicrohttpd's worker thread: a freeze waiting for a write
     /// in flight holds none, so a server with one worker thread answers other requests meanwhile (with the
     /// freeze on its thread, `GET /healthz` would wait the freeze's 10 s out), and the freeze answers once the
     /// write ends. Real sockets, curl as the client.
     @Test func aFreezeWaitingForAWriteHoldsNoWorkerThread() throws {
-        let fixture = try Self.shardFixture("a")
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1),
-                                responder: fixture.gateway)
-        try server.start()
+        let (fixture, server, shard) = try Self.servedWithAWriteRunning()
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         let base = "http://127.0.0.1:\(server.port)"
-        let shard = try #require(fixture.gateway.configuration.shard)
-        // A write admitted for bucket 0, still running (as on another thread).
-        let (bucket, admission) = shard.admit(.user("u-0000"), write: true)
-        #expect(bucket == 0 && admission == .admitted)
         final class Answer: @unchecked Sendable {
             var status = ""
             let done = DispatchSemaphore(value: 0)
@@ -323,16 +331,9 @@ import Testing
     /// write), one more is 503 `too_many_long_calls` with `Retry-After`, and nothing of it is done (its bucket
     /// is not frozen); once the first ends, it is taken.
     @Test func aLongCallPastTheLimitIsRefusedAndChangesNothing() throws {
-        let fixture = try Self.shardFixture("a")
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1,
-                                                                       offWorkerAnswerLimit: 1),
-                                responder: fixture.gateway)
-        try server.start()
+        let (fixture, server, shard) = try Self.servedWithAWriteRunning(offWorkerAnswerLimit: 1)
         defer { server.shutdown(gracePeriod: .seconds(1)) }
         let base = "http://127.0.0.1:\(server.port)"
-        let shard = try #require(fixture.gateway.configuration.shard)
-        let (bucket, admission) = shard.admit(.user("u-0000"), write: true)
-        #expect(bucket == 0 && admission == .admitted)
         @Sendable func freeze(_ bucket: Int) throws -> String {
             try curl(["-s", "-D", "-", "--max-time", "30", "-X", "POST",
                       "-H", "Authorization: Bearer " + GatewayFixture.adminToken,

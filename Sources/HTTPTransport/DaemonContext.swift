@@ -200,14 +200,14 @@ extension DaemonContext {
         accessLog?.debug("libmicrohttpd: \(escapingControlCharacters(message))")
     }
 
-    /// Suspends the connection and works the answer out on a thread of its own; the thread resumes the
+    /// Suspends the connection and works the answer out on a thread of the pool's; the thread resumes the
     /// connection when it is done, and libmicrohttpd's next call of the access handler (`finish`) queues it.
     /// The connection's worker thread goes on serving its other connections meanwhile, and a suspended
     /// connection is not timed out. Past the limit of such answers at once, the request is refused instead and
     /// `work` never runs.
     private func answerOffWorkerThread(_ work: @escaping @Sendable () -> HTTPResponse, state: RequestState,
                                        connection: OpaquePointer) -> MHD_Result {
-        guard offWorkerAnswers.start() else {
+        guard offWorkerAnswers.reserve() else {
             // The request was read whole: the connection stays open for the client's next one.
             state.request.body = []
             let refusal = responder.respond(to: .tooManyLongCalls(limit: offWorkerAnswers.limit), request: state.request)
@@ -217,11 +217,7 @@ extension DaemonContext {
         state.offWorkerAnswer = answer
         // From the access handler, as libmicrohttpd documents: the connection leaves the event loop on return.
         MHD_suspend_connection(connection)
-        let answers = offWorkerAnswers
-        startDetachedThread {
-            answer.deliver(work())
-            answers.ended()
-        }
+        offWorkerAnswers.run { answer.deliver(work()) }
         return .YES
     }
 

@@ -195,6 +195,7 @@ public final class HTTPServer: Sendable {
             }
         }
         MHD_stop_daemon(daemon.handle)
+        context.offWorkerAnswers.stop()
         if let socket = daemon.tlsSocket { TLSCertificateStore.unregister(socket: socket) }
         certificates.withLock { $0 = nil }
         context.watchdog?.stop()

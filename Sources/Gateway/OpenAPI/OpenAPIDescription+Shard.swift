@@ -19,7 +19,7 @@ extension OpenAPIDescription {
         ], additionalProperties: .init(false))
         let bucket = JSONSchema.integer(format: .int64, minimum: (0, exclusive: false))
         // The four calls of a move answered off the worker threads (`Route.answersOffWorkerThread`).
-        let longCall = " A long call: answered on a thread of its own, at most \(HTTPServerConfiguration.defaultOffWorkerAnswerLimit) such calls at once; one more is 503 too_many_long_calls, with Retry-After."
+        let longCall = " A long call: answered off the worker threads, at most \(HTTPServerConfiguration.defaultOffWorkerAnswerLimit) such calls at once; one more is 503 too_many_long_calls, with Retry-After."
         func body(_ schema: JSONSchema) -> OpenAPI.Request {
             OpenAPI.Request(content: [.json: .init(OpenAPI.Content(schema: schema))], required: true)
         }

@@ -150,7 +150,7 @@ extension Gateway {
 
         // A shard's admin operations (`serve --shard`; elsewhere 404 not_a_shard), each the admin's. The calls of a
         // bucket move, which may take seconds (a freeze waits for writes, an import for the source's exports),
-        // run on a thread of their own: the worker thread goes on with its other connections.
+        // run on threads kept for them: the worker thread goes on with its other connections.
         Route("/shard", space: .shard, describedBy: { $0.shardPaths($1) })
             .get(errors: .shard) { try $0.shardStatus($1) },
         Route("/shard/reload", space: .shard, describedBy: { $0.shardPaths($1) })

@@ -100,7 +100,9 @@ final class OffWorkerAnswers: @unchecked Sendable {
     func run(_ job: @escaping @Sendable () -> Void) {
         let needsThread = locked { () -> Bool in
             jobs.append(job)
-            if idle > 0 {
+            // Each idle thread takes one queued job: one woken and not yet running still counts as idle, and its
+            // job as queued, so a second job in the meantime gets a thread of its own, not a place behind the first.
+            if jobs.count <= idle {
                 pthread_cond_signal(wake)
                 return false
             }

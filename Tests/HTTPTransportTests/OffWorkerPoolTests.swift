@@ -60,6 +60,28 @@ struct OffWorkerPoolTests {
         #expect(pool.threadCount == 3)
     }
 
+    /// Two answers given one after the other while one thread is idle run at once: the second does not wait
+    /// behind the first for the thread woken for it.
+    @Test func twoAnswersGivenWhileOneThreadIsIdleRunAtOnce() {
+        let pool = OffWorkerAnswers(limit: 4)
+        defer { pool.stop() }
+        _ = Self.threadOfOneJob(pool)
+        #expect(pool.threadCount == 1)
+        let open = Atomic<Bool>(false)
+        let started = Atomic<Int>(0)
+        for _ in 0..<2 {
+            #expect(pool.reserve())
+            pool.run {
+                started.add(1, ordering: .sequentiallyConsistent)
+                while !open.load(ordering: .sequentiallyConsistent) { usleep(1000) }
+            }
+        }
+        #expect(eventually { started.load(ordering: .sequentiallyConsistent) == 2 })
+        open.store(true, ordering: .sequentiallyConsistent)
+        pool.waitForAll()
+        #expect(pool.threadCount == 2)
+    }
+
     @Test func aThreadIdleForItsTimeEnds() {
         let pool = OffWorkerAnswers(limit: 2, idleTime: .milliseconds(100))
         let first = Self.threadOfOneJob(pool)

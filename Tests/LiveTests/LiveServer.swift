@@ -128,11 +128,17 @@ final class LiveServer: @unchecked Sendable {
 
     var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
+    /// How long the last `stop()` took from SIGTERM to the process's exit (not counting the wait for its output).
+    private(set) var stopSeconds: TimeInterval?
+
     /// Sends SIGTERM and waits, until its output is read to the end too (the access log's last lines are written
-    /// as it stops); returns the exit status.
+    /// as it stops); returns the exit status. The output's end may come late: a process another test spawns at
+    /// that moment can inherit the pipe's writing end, and the pipe ends when both have closed it.
     func stop() -> Int32 {
+        let stopping = Date()
         process.terminate()
         process.waitUntilExit()
+        stopSeconds = Date().timeIntervalSince(stopping)
         let deadline = Date().addingTimeInterval(5)
         while !output.isFinished && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         return process.terminationStatus

@@ -26,6 +26,26 @@ struct OffWorkerPoolTests {
         return ran.withLock { $0 } ?? 0
     }
 
+    /// `count` answers given to the pool, each held running until `release()`.
+    final class Held: Sendable {
+        private let open = Atomic<Bool>(false)
+        private let running = Atomic<Int>(0)
+
+        init(_ pool: OffWorkerAnswers, count: Int) {
+            for _ in 0..<count {
+                #expect(pool.reserve())
+                pool.run { [self] in
+                    running.add(1, ordering: .sequentiallyConsistent)
+                    while !open.load(ordering: .sequentiallyConsistent) { usleep(1000) }
+                }
+            }
+        }
+
+        /// How many have started.
+        var started: Int { running.load(ordering: .sequentiallyConsistent) }
+        func release() { open.store(true, ordering: .sequentiallyConsistent) }
+    }
+
     @Test func answersOneAfterAnotherRunOnOneKeptThread() {
         let pool = OffWorkerAnswers(limit: 4)
         defer { pool.stop() }
@@ -38,20 +58,12 @@ struct OffWorkerPoolTests {
     @Test func pastTheLimitNothingIsCountedAndTheRestRunAtOnce() {
         let pool = OffWorkerAnswers(limit: 3)
         defer { pool.stop() }
-        let open = Atomic<Bool>(false)
-        let started = Atomic<Int>(0)
-        for _ in 0..<3 {
-            #expect(pool.reserve())
-            pool.run {
-                started.add(1, ordering: .sequentiallyConsistent)
-                while !open.load(ordering: .sequentiallyConsistent) { usleep(1000) }
-            }
-        }
+        let held = Held(pool, count: 3)
         #expect(!pool.reserve())
         // The three run at once, each on a thread of its own.
-        #expect(eventually { started.load(ordering: .sequentiallyConsistent) == 3 })
+        #expect(eventually { held.started == 3 })
         #expect(pool.count == 3 && pool.threadCount == 3)
-        open.store(true, ordering: .sequentiallyConsistent)
+        held.release()
         pool.waitForAll()
         #expect(pool.count == 0)
         #expect(pool.reserve())
@@ -67,17 +79,9 @@ struct OffWorkerPoolTests {
         defer { pool.stop() }
         _ = Self.threadOfOneJob(pool)
         #expect(pool.threadCount == 1)
-        let open = Atomic<Bool>(false)
-        let started = Atomic<Int>(0)
-        for _ in 0..<2 {
-            #expect(pool.reserve())
-            pool.run {
-                started.add(1, ordering: .sequentiallyConsistent)
-                while !open.load(ordering: .sequentiallyConsistent) { usleep(1000) }
-            }
-        }
-        #expect(eventually { started.load(ordering: .sequentiallyConsistent) == 2 })
-        open.store(true, ordering: .sequentiallyConsistent)
+        let held = Held(pool, count: 2)
+        #expect(eventually { held.started == 2 })
+        held.release()
         pool.waitForAll()
         #expect(pool.threadCount == 2)
     }

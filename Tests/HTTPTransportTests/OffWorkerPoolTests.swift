@@ -89,7 +89,7 @@ struct OffWorkerPoolTests {
     @Test func aThreadIdleForItsTimeEnds() {
         let pool = OffWorkerAnswers(limit: 2, idleTime: .milliseconds(100))
         let first = Self.threadOfOneJob(pool)
-        #expect(pool.threadCount == 1)
+        // (Not checked that it is still there at once: a loaded machine may pass its 100 ms before the check.)
         #expect(eventually { pool.threadCount == 0 })
         let second = Self.threadOfOneJob(pool)
         #expect(second != first)

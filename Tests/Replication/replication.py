@@ -219,7 +219,7 @@ def file_replica(work):
     if summary.get("databases") != len(users) + 1 or "common.db" not in summary.get("files", []):
         fail(f"restore of everything: {summary}")
     for user in users:
-        path = os.path.join(restored, "users", f"p-{user}.db")
+        path = os.path.join(restored, database_of(user))
         with sqlite3.connect(path) as db:
             if db.execute("pragma integrity_check").fetchone()[0] != "ok":
                 fail(f"{path} fails integrity_check")
@@ -233,7 +233,7 @@ def file_replica(work):
     if again.returncode == 0 or "--force" not in again.stderr:
         fail(f"restore over existing files: {again.returncode} {again.stderr}")
     forced = daogate("restore", "--replica", replica, "--data", restored, "--user", users[1], "--force")
-    if json.loads(forced.stdout or "{}").get("files") != [f"users/p-{users[1]}.db"]:
+    if json.loads(forced.stdout or "{}").get("files") != [database_of(users[1])]:
         fail(f"restore --user --force: {forced.stdout}")
     # A bucket: exactly its users (the map gives the number of buckets).
     with open(os.path.join(work, "single-map.json"), "w") as f:
@@ -241,7 +241,7 @@ def file_replica(work):
     chosen = bucket(users[2])
     some = daogate("restore", "--replica", replica, "--data", os.path.join(work, "restored-bucket"), "--bucket", str(chosen),
                    "--shard-map", os.path.join(work, "single-map.json"))
-    expected = sorted(f"users/p-{u}.db" for u in users if bucket(u) == chosen)
+    expected = sorted(database_of(u) for u in users if bucket(u) == chosen)
     if sorted(json.loads(some.stdout or "{}").get("files", [])) != expected:
         fail(f"restore --bucket {chosen}: {some.stdout}, expected {expected}")
     # A data folder replicated by Litestream, served with a rollback journal: a warning.
@@ -361,6 +361,8 @@ def replicated_until(root):
 
 
 def database_of(user):
+    """A user's file (the common space's, for COMMON) in a data folder and in a replica: its plain name, as these
+    ids take it."""
     return "common.db" if user == COMMON else f"users/p-{user}.db"
 
 
@@ -535,7 +537,7 @@ def cluster(work):
 
         # Every write acknowledged more than WINDOW before the kill reads back through HAProxy.
         connection = http.client.HTTPConnection("127.0.0.1", BASE, timeout=30)
-        missing, in_window, lost_in_window, lost_though_held = 0, 0, 0, 0
+        missing, recent, lost_recent, lost_though_held = 0, 0, 0, 0
         new_files_writes = [0, 0]  # writes to files made in the last NEW_FILE seconds, and how many were lost
         ages = {}  # lost writes of a's users by tenths of a second before the kill
         for (user, key), (value, at) in sorted(load.acknowledged.items()):
@@ -560,8 +562,8 @@ def cluster(work):
                              f"{status} {answer}, though the replica held {database_of(user)} as Litestream read it "
                              f"{replicated - at:.2f} s after the write")
             if on_a and at > killed_at - RECENT:
-                in_window += 1
-                lost_in_window += 0 if found else 1
+                recent += 1
+                lost_recent += 0 if found else 1
             # Acknowledged in the last WINDOW, or answered while the kill happened (at > killed_at): Litestream's lag.
             if not found and not (on_a and at > killed_at - WINDOW):
                 missing += 1
@@ -589,9 +591,9 @@ def cluster(work):
         bytes_restored = result.get("bytes", 0)
         last_second = sum(n for age, n in ages.items() if age < 1.0)
         oldest = max(ages) if ages else 0
-        print(f"recovery point: {lost_in_window} of {in_window} writes acknowledged in the last {RECENT} s before the kill "
-              f"were lost ({last_second} of them in the last 1 s), the oldest lost {oldest:.1f} s old; none the replica held "
-              f"({len(held)} of a's databases in it); "
+        print(f"recovery point: {lost_recent} of {recent} writes acknowledged in the last {RECENT} s before the kill "
+              f"were lost ({last_second} of them in the last 1 s), the oldest lost {oldest:.1f} s old; {lost_though_held} "
+              f"lost that the replica held ({len(held)} of a's databases in it); "
               f"{len(load.acknowledged)} acknowledged writes checked", flush=True)
         print(f"recovery time: failover {failover_seconds:.2f} s ({result.get('restoreSeconds', 0):.2f} s restoring "
               f"{result.get('databases')} databases, {bytes_restored} bytes, {result.get('buckets')} buckets, "

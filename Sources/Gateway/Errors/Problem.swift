@@ -32,6 +32,11 @@ public struct Problem: Error, Sendable {
     init(_ code: EngineError.Code, _ detail: String) { self.init(.engine(code), detail) }
     init(_ code: KeyValueError.Code, _ detail: String) { self.init(.storage(code), detail) }
 
+    /// Says, in `Retry-After`, to try again after `seconds`: a moment's trouble, not a refusal for good.
+    mutating func retry(after seconds: Int) {
+        headers.append(("Retry-After", String(seconds)))
+    }
+
     /// Every code the gateway can answer with, and its status (`ErrorCode.allCases`).
     public static let statusOfCode: [String: Int] = Dictionary(ErrorCode.allCases.map { ($0.name, $0.status) }) { first, _ in first }
 
@@ -46,7 +51,7 @@ public struct Problem: Error, Sendable {
             if let methods = error.methods { extensions["methods"] = .array(methods.map(Value.string)) }
             if let owner = error.owner { extensions["owner"] = .string(owner) }
             // Out of descriptors is a moment's trouble: a client may retry, not at once.
-            if error.code == .overloaded { headers.append(("Retry-After", "1")) }
+            if error.code == .overloaded { retry(after: 1) }
         }
         if let line = error.line { extensions["line"] = .integer(Int64(line)) }
         if let index = error.callIndex { extensions["call"] = .integer(Int64(index)) }

@@ -169,7 +169,7 @@ final class ChangeStreams: Sendable {
         if let refusal {
             box.listener = nil
             var problem = Problem(.tooManyStreams, refusal + "; close one first")
-            problem.headers = [("Retry-After", "5")]
+            problem.retry(after: 5)
             throw problem
         }
         startKeeper()

@@ -142,7 +142,7 @@ public struct Gateway: HTTPResponder {
             Problem(.tooManyLongCalls, "\(limit) long calls (a bucket move's freeze, export, import and archive) are "
                     + "being answered already; nothing of this one was done")
         }
-        if case .tooManyLongCalls = refusal { problem.headers = [("Retry-After", "1")] }
+        if case .tooManyLongCalls = refusal { problem.retry(after: 1) }
         metrics.count(status: problem.status)
         return withLogMetadata(problem.response(JSONWriteOptions()), request, RequestContext())
     }

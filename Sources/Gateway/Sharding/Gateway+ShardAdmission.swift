@@ -108,7 +108,7 @@ extension Gateway {
             problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))
             problem.extensions["shard"] = .string(owner)
             problem.extensions["epoch"] = .integer(epoch)
-            problem.headers = [("Retry-After", "1")]
+            problem.retry(after: 1)
             throw problem
         case .behind(let newer, let mapEpoch):
             let what = bucket.map { "this user's bucket \($0)" } ?? "the common space"
@@ -120,7 +120,7 @@ extension Gateway {
         case .frozen:
             var problem = Problem(.bucketMoving, "this user's bucket \(bucket ?? 0) is moving to another shard: reads go on, writes wait; try again")
             problem.extensions["bucket"] = .integer(Int64(bucket ?? 0))
-            problem.headers = [("Retry-After", "1")]
+            problem.retry(after: 1)
             throw problem
         }
     }

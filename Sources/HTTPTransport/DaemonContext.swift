@@ -217,7 +217,7 @@ extension DaemonContext {
         state.offWorkerAnswer = answer
         // From the access handler, as libmicrohttpd documents: the connection leaves the event loop on return.
         MHD_suspend_connection(connection)
-        offWorkerAnswers.run { answer.deliver(work()) }
+        offWorkerAnswers.run(work, then: answer.deliver)
         return .YES
     }
 

@@ -42,7 +42,7 @@ final class OffWorkerAnswer: Sendable {
 /// move's 1 MB export took 520 page faults more, 1.3 ms, than on a kept thread. A stop waits for the answers, as
 /// libmicrohttpd requires every suspended connection to be resumed before its daemon stops.
 final class OffWorkerAnswers: @unchecked Sendable {
-    /// The most running at once.
+    /// The most worked out at once.
     let limit: Int
     /// How long a thread of the pool waits for work before it ends.
     let idleTime: Duration
@@ -50,7 +50,10 @@ final class OffWorkerAnswers: @unchecked Sendable {
     private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Guarded by `lock`:
     private var jobs: [@Sendable () -> Void] = []
-    private var running = 0
+    /// Answers counted against `limit`: reserved, not yet worked out.
+    private var working = 0
+    /// Answers reserved and not yet delivered (their connections still suspended).
+    private var undelivered = 0
     private var idle = 0
     private var threads = 0
     private var stopping = false
@@ -79,25 +82,34 @@ final class OffWorkerAnswers: @unchecked Sendable {
         return body()
     }
 
-    /// Answers being worked out (started, not yet delivered).
-    var count: Int { locked { running } }
+    /// Answers reserved and not yet delivered.
+    var count: Int { locked { undelivered } }
 
     /// Threads of the pool, busy or idle.
     var threadCount: Int { locked { threads } }
 
-    /// Counts one answer more, unless `limit` are running: then false, and nothing counted. Each one counted is
+    /// Counts one answer more, unless `limit` are being worked out: then false, and nothing counted. Each one counted is
     /// then given to `run`.
     func reserve() -> Bool {
         locked {
-            guard running < limit else { return false }
-            running += 1
+            guard working < limit else { return false }
+            working += 1
+            undelivered += 1
             return true
         }
     }
 
-    /// Runs the job of an answer `reserve` counted on a thread of the pool (on the calling thread if no thread
-    /// can be made); the answer is counted until `job` returns.
-    func run(_ job: @escaping @Sendable () -> Void) {
+    /// Works out an answer `reserve` counted on a thread of the pool (on the calling thread if no thread can be
+    /// made), then delivers it. It stops counting against `limit` before `deliver`, which resumes its connection:
+    /// the client that gets it may send its next long call at once, and must find its place free. `waitForAll`
+    /// waits until `deliver` has returned.
+    func run<Answer: Sendable>(_ work: @escaping @Sendable () -> Answer,
+                               then deliver: @escaping @Sendable (Answer) -> Void = { _ in }) {
+        let job: @Sendable () -> Void = {
+            let answer = work()
+            self.locked { self.working -= 1 }
+            deliver(answer)
+        }
         let needsThread = locked { () -> Bool in
             jobs.append(job)
             // Each idle thread takes one queued job: one woken and not yet running still counts as idle, and its
@@ -131,7 +143,7 @@ final class OffWorkerAnswers: @unchecked Sendable {
             pthread_mutex_unlock(lock)
             job()
             pthread_mutex_lock(lock)
-            running -= 1
+            undelivered -= 1
             if once { pthread_mutex_unlock(lock); return }
         }
     }
@@ -151,7 +163,7 @@ final class OffWorkerAnswers: @unchecked Sendable {
         return status != ETIMEDOUT || !jobs.isEmpty
     }
 
-    /// Returns once none is running (each has resumed its connection).
+    /// Returns once every answer is delivered (each has resumed its connection).
     func waitForAll() {
         while count > 0 {
             var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)

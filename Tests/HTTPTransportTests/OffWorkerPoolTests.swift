@@ -72,6 +72,32 @@ struct OffWorkerPoolTests {
         #expect(pool.threadCount == 3)
     }
 
+    /// An answer worked out stops counting against the limit before it is delivered: its client, answered, may
+    /// send its next long call at once and must not be refused for the call just answered. `waitForAll` still
+    /// waits for the delivery (libmicrohttpd's daemon may not stop with the connection suspended).
+    @Test func anAnswerWorkedOutFreesItsPlaceBeforeItIsDelivered() {
+        let pool = OffWorkerAnswers(limit: 1)
+        defer { pool.stop() }
+        let placeFreeWhileDelivering = Atomic<Int>(-1)  // -1: not delivering yet; then 1 or 0
+        let delivered = Atomic<Bool>(false)
+        #expect(pool.reserve())
+        pool.run({ 7 }, then: { answer in
+            // The client has its answer from here on: the place must be free already.
+            placeFreeWhileDelivering.store(pool.reserve() ? 1 : 0, ordering: .sequentiallyConsistent)
+            usleep(50_000)
+            delivered.store(answer == 7, ordering: .sequentiallyConsistent)
+        })
+        let delivering = eventually { placeFreeWhileDelivering.load(ordering: .sequentiallyConsistent) >= 0 }
+        #expect(delivering)
+        let placeFree = placeFreeWhileDelivering.load(ordering: .sequentiallyConsistent) == 1
+        #expect(placeFree)
+        if placeFree { pool.run {} }  // the place it reserved, given its job
+        pool.waitForAll()
+        let deliveryEnded = delivered.load(ordering: .sequentiallyConsistent)
+        #expect(deliveryEnded, "waitForAll returned before the delivery ended")
+        #expect(pool.count == 0)
+    }
+
     /// Two answers given one after the other while one thread is idle run at once: the second does not wait
     /// behind the first for the thread woken for it.
     @Test func twoAnswersGivenWhileOneThreadIsIdleRunAtOnce() {

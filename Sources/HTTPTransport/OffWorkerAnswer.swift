@@ -88,8 +88,8 @@ final class OffWorkerAnswers: @unchecked Sendable {
     /// Threads of the pool, busy or idle.
     var threadCount: Int { locked { threads } }
 
-    /// Counts one answer more, unless `limit` are being worked out: then false, and nothing counted. Each one counted is
-    /// then given to `run`.
+    /// Counts one answer more, unless `limit` are being worked out: then false, and nothing counted. Each one
+    /// counted is then given to `run`.
     func reserve() -> Bool {
         locked {
             guard working < limit else { return false }

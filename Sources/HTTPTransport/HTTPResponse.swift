@@ -16,10 +16,10 @@ public struct HTTPResponse: Sendable {
     public var logMetadata: [(name: String, value: String)]
     /// A body written while it is sent (Server-Sent Events): when set, `body` is ignored.
     public var stream: HTTPStream?
-    /// The answer, worked out on a thread kept for such answers instead of libmicrohttpd's worker thread: when set, every
-    /// other field is ignored, the connection is suspended while `offWorkerThread` runs, and what it returns is
-    /// sent. For a call that may take seconds (a shard's freeze, export, import or archive during a bucket
-    /// move): a worker thread serves many connections, and each would wait as long.
+    /// The answer, worked out on a thread kept for such answers instead of libmicrohttpd's worker thread: when
+    /// set, every other field is ignored, the connection is suspended while `offWorkerThread` runs, and what it
+    /// returns is sent. For a call that may take seconds (a shard's freeze, export, import or archive during a
+    /// bucket move): a worker thread serves many connections, and each would wait as long.
     public var offWorkerThread: (@Sendable () -> HTTPResponse)?
 
     public init(

@@ -30,8 +30,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// HTTPS only, with this certificate and key, when set; plain HTTP when nil.
     public var tls: TLSConfiguration?
     /// The most answers worked out off the worker threads at once (`HTTPResponse.answeredOffWorkerThread`),
-    /// each on a thread of a pool kept for them; one more is refused (`TransportRefusal.tooManyLongCalls`), so no caller
-    /// makes threads without bound.
+    /// each on a thread of a pool kept for them; one more is refused (`TransportRefusal.tooManyLongCalls`), so
+    /// no caller makes threads without bound.
     public var offWorkerAnswerLimit: Int
 
     public init(

@@ -37,8 +37,9 @@ public struct Route: Sendable {
     let endpoints: [Endpoint]
     /// Nil for the explorer's pages, which the document leaves out.
     let describe: Describer?
-    /// Answered on a thread kept for such answers, not libmicrohttpd's worker thread (`HTTPResponse.answeredOffWorkerThread`):
-    /// a shard's calls of a bucket move, which take seconds, while a worker thread serves many connections.
+    /// Answered on a thread kept for such answers, not libmicrohttpd's worker thread
+    /// (`HTTPResponse.answeredOffWorkerThread`): a shard's calls of a bucket move, which take seconds, while a
+    /// worker thread serves many connections.
     public private(set) var answersOffWorkerThread = false
 
     init(_ template: RouteTemplate, public isPublic: Bool = false, space: RouteSpace, describedBy describe: @escaping Describer) {

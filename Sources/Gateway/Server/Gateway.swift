@@ -138,9 +138,7 @@ public struct Gateway: HTTPResponder {
         case .invalidRequest(let reason): Problem(.invalidRequest, reason)
         case .unsupportedTransferCoding:
             Problem(.unsupportedTransferCoding, "the only Transfer-Encoding taken is chunked; send a Content-Length instead")
-        case .tooManyLongCalls(let limit):
-            Problem(.tooManyLongCalls, "\(limit) long calls (a bucket move's freeze, export, import and archive) are "
-                    + "being answered already; nothing of this one was done")
+        case .tooManyLongCalls: Problem(.tooManyLongCalls, refusal.reason + "; nothing of this one was done")
         }
         if case .tooManyLongCalls = refusal { problem.retry(after: 1) }
         metrics.count(status: problem.status)

@@ -75,11 +75,9 @@ public final class AccessLogWriter: Sendable {
     private func flush(_ buffer: LineBuffer) {
         writing.withLock { _ in
             let chunk = buffer.pending.withLock { pending -> [UInt8] in
-                guard !pending.bytes.isEmpty else { return [] }
-                var chunk: [UInt8] = []
-                chunk.reserveCapacity(capacity + 1024)
-                swap(&chunk, &pending.bytes)
-                return chunk
+                guard pending.bytes.count > 0 else { return [] }
+                defer { pending.bytes.removeAll() }
+                return pending.bytes.copied()
             }
             chunk.withUnsafeBytes { write($0) }
         }
@@ -151,10 +149,10 @@ public final class AccessLogWriter: Sendable {
                 pending.second = now
                 pending.stamp = timestamp(now)
             }
-            var line = AccessLogLine(taking: &pending.bytes)
+            var line = AccessLogLine(taking: pending.bytes)
             line.append(pending.stamp)
             write(&line)
-            line.give(to: &pending.bytes)
+            pending.bytes = line.bytes
             return pending.bytes.count >= capacity
         }
         // A line appended after `stop()` took this buffer sees `stopped` (set before), and goes out here.
@@ -177,7 +175,7 @@ private final class LineBuffer: Sendable {
     let pending: Mutex<Pending>
 
     struct Pending {
-        var bytes: [UInt8] = []
+        var bytes = LineBytes()
         /// The time of day as `StreamLogHandler` writes it, recomputed once a second.
         var second = 0
         var stamp: [UInt8] = []
@@ -186,8 +184,57 @@ private final class LineBuffer: Sendable {
     init(thread: pthread_t, capacity: Int) {
         self.thread = thread
         var pending = Pending()
-        pending.bytes.reserveCapacity(capacity + 1024)
+        pending.bytes.reserve(capacity + 1024)
         self.pending = Mutex(pending)
+    }
+
+    deinit {
+        pending.withLock { $0.bytes.deallocate() }
+    }
+}
+
+/// Bytes in memory of their own, written in place: what a thread's lines are appended to. No reference is
+/// counted and no uniqueness checked per piece, as an array's `append` does (a line is some fifteen pieces,
+/// on every request). A plain value: exactly one copy owns the memory (`LineBuffer.Pending`), which frees it.
+struct LineBytes {
+    private(set) var base: UnsafeMutablePointer<UInt8>?
+    private(set) var count = 0
+    private(set) var capacity = 0
+
+    /// Room for at least `capacity` bytes in all.
+    mutating func reserve(_ capacity: Int) {
+        guard capacity > self.capacity else { return }
+        let grown = max(capacity, self.capacity * 2)
+        guard let moved = realloc(base, grown)?.assumingMemoryBound(to: UInt8.self) else { fatalError("out of memory") }
+        base = moved
+        self.capacity = grown
+    }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let start = bytes.baseAddress, bytes.count > 0 else { return }
+        if count + bytes.count > capacity { reserve(count + bytes.count) }
+        (base! + count).update(from: start.assumingMemoryBound(to: UInt8.self), count: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(_ byte: UInt8) {
+        if count == capacity { reserve(count + 1) }
+        base![count] = byte
+        count += 1
+    }
+
+    /// The bytes, as an array of their own.
+    func copied() -> [UInt8] {
+        guard let base else { return [] }
+        return Array(UnsafeBufferPointer(start: base, count: count))
+    }
+
+    mutating func removeAll() {
+        count = 0
+    }
+
+    func deallocate() {
+        free(base)
     }
 }
 
@@ -224,16 +271,11 @@ private let threadCacheKey: pthread_key_t = {
 /// line; a control character is one byte in UTF-8 and no other character's bytes are below 0x80, so this is
 /// done byte by byte. Every piece is a copy of contiguous bytes or digits written in place: no string is made.
 struct AccessLogLine {
-    private(set) var bytes: [UInt8] = []
+    /// The buffer the line is written at the end of; its owner takes it back, with the line, when it is written.
+    private(set) var bytes: LineBytes
 
-    /// A line written at the end of `buffer`, which it holds until `give(to:)`.
-    init(taking buffer: inout [UInt8]) {
-        swap(&bytes, &buffer)
-    }
-
-    /// Hands the buffer, with the line, back.
-    mutating func give(to buffer: inout [UInt8]) {
-        swap(&bytes, &buffer)
+    init(taking buffer: LineBytes) {
+        bytes = buffer
     }
 
     /// ` level label:`, the line's start after the time of day; made once per logger.
@@ -248,12 +290,12 @@ struct AccessLogLine {
 
     /// Bytes as they are (a prefix, a suffix, a field's ` name=`).
     mutating func append(_ piece: [UInt8]) {
-        piece.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
+        piece.withUnsafeBytes { bytes.append($0) }
     }
 
     /// A literal's bytes (a field's ` name=`).
     mutating func append(_ piece: StaticString) {
-        piece.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UnsafeRawBufferPointer(start: piece.utf8Start, count: piece.utf8CodeUnitCount))
     }
 
     private mutating func name(_ name: String) {
@@ -283,24 +325,23 @@ struct AccessLogLine {
     mutating func milliseconds(nanoseconds: UInt64) {
         let microseconds = nanoseconds / 1000
         appendDecimal(microseconds / 1000)
-        bytes.append(UInt8(ascii: "."))
-        let fraction = UInt8(truncatingIfNeeded: microseconds % 1000)
-        bytes.append(UInt8(ascii: "0") + fraction / 100)
-        bytes.append(UInt8(ascii: "0") + fraction / 10 % 10)
-        bytes.append(UInt8(ascii: "0") + fraction % 10)
+        // Up to 999: the digits are taken before the narrowing to a byte (a fraction of 345 is not 345 mod 256).
+        let fraction = microseconds % 1000
+        withUnsafeBytes(of: (UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 100), UInt8(ascii: "0") + UInt8(fraction / 10 % 10),
+                             UInt8(ascii: "0") + UInt8(fraction % 10))) { bytes.append($0) }
     }
 
     /// The text's bytes, copied at once when they are contiguous (native and literal strings).
     private mutating func appendUTF8(_ text: String) {
-        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
-        if copied == nil { bytes.append(contentsOf: text.utf8) }
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(UnsafeRawBufferPointer($0)) }
+        if copied == nil { for byte in text.utf8 { bytes.append(byte) } }
     }
 
     private mutating func appendEscaped(_ value: String) {
         // Most values have nothing to escape: one copy of their bytes.
         let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
             for byte in bytes where isASCIIControl(byte) { return false }
-            self.bytes.append(contentsOf: bytes)
+            self.bytes.append(UnsafeRawBufferPointer(bytes))
             return true
         }
         if plain == true { return }
@@ -319,13 +360,18 @@ struct AccessLogLine {
         nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") + nibble - 10
     }
 
-    /// The digits of `value`, written in place from the most significant (no string made).
+    /// The digits of `value`, from the most significant (no string made): written from the least into 20 bytes
+    /// on the stack (the most a `UInt64` has), then copied at once.
     private mutating func appendDecimal(_ value: UInt64) {
-        var divisor: UInt64 = 1
-        while value / divisor >= 10 { divisor *= 10 }
-        while divisor > 0 {
-            bytes.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / divisor % 10))
-            divisor /= 10
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { digits in
+            var start = 20, rest = value
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(UnsafeRawBufferPointer(rebasing: digits[start..<20]))
         }
     }
 }

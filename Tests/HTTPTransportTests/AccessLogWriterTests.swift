@@ -84,6 +84,22 @@ struct AccessLogWriterTests {
         #expect(sink.lines.enumerated().allSatisfy { $0.element.contains(" n=\($0.offset + 1) ") })
     }
 
+    /// A line longer than the whole buffer grows it and is written whole, its control characters escaped; the
+    /// lines after it go on in the same buffer.
+    @Test func aLineLongerThanTheBufferIsWrittenWhole() {
+        let sink = Sink()
+        let writer = AccessLogWriter(descriptor: sink.descriptor, capacity: 1000, interval: .seconds(3600))
+        let log = logger(writer)
+        let long = String(repeating: "0123456789", count: 10_000) + "\n\u{7F}end"
+        log.info("request", metadata: ["value": .string(long)])
+        log.info("request", metadata: ["n": "2"])
+        writer.flush()
+        let lines = sink.lines
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasSuffix(" value=" + String(repeating: "0123456789", count: 10_000) + "%0A%7Fend [HTTPTransportTests] request") == true)
+        #expect(lines.last?.hasSuffix(" n=2 [HTTPTransportTests] request") == true)
+    }
+
     @Test func theFlusherWritesWithinTheInterval() {
         let sink = Sink()
         let writer = AccessLogWriter(descriptor: sink.descriptor, interval: .milliseconds(50))

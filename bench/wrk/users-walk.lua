@@ -3,12 +3,15 @@
 -- (default 10000), so the threads together touch every user once before any
 -- twice. MODE=write writes each user's row 1 instead (putItem [1, "row 1"]).
 -- ONCE=1 stops each thread once its users have all been answered (the -d
--- duration is then an upper bound). At the end it prints "touched N of USERS users".
+-- duration is then an upper bound), and with DONE_DIR (a folder holding an empty
+-- file "claim") the thread answered last ends wrk there and then: wrk itself waits
+-- out -d after its threads stopped. At the end it prints "touched N of USERS users".
 wrk.method = "POST"
 local users = tonumber(os.getenv("USERS") or "10000")
 local count = tonumber(os.getenv("WRK_THREADS") or "2")
 local write = os.getenv("MODE") == "write"
 local once = os.getenv("ONCE") == "1"
+local done_dir = os.getenv("DONE_DIR")
 local headers = {["Content-Type"] = "application/json"}
 local threads = {}
 function setup(thread)
@@ -23,7 +26,26 @@ end
 if once then
   response = function(status, headers, body)
     answered = answered + 1
-    if answered >= mine then wrk.thread:stop() end
+    if answered >= mine then
+      if done_dir then finished() end
+      wrk.thread:stop()
+    end
+  end
+end
+-- Notes this thread's end in DONE_DIR; once every thread's is there, the one that renames "claim" first
+-- (the rename is atomic: one thread wins) reports and exits.
+function finished()
+  local mark = io.open(done_dir .. "/done-" .. index, "w")
+  mark:close()
+  for k = 0, count - 1 do
+    local other = io.open(done_dir .. "/done-" .. k, "r")
+    if not other then return end
+    other:close()
+  end
+  if os.rename(done_dir .. "/claim", done_dir .. "/claimed") then
+    io.write(string.format("touched %d of %d users\n", users, users))
+    io.flush()
+    os.exit(0)
   end
 end
 request = function()

@@ -54,7 +54,9 @@ struct GatewayHeaders {
 
     private var user = none, storage = none, table = none, int64Format = none, contentType = none
 
-    init(_ request: HTTPRequest) {
+    /// Borrowed, as a function's argument is: an initializer's would be the caller's to copy (a retain and release of
+    /// each of the request's parts).
+    init(_ request: borrowing HTTPRequest) {
         for index in request.headers.indices {
             let name = request.headers[index].name
             // Told apart by length first: most fields (Host, Content-Length, Accept…) end there. The names are

@@ -299,8 +299,15 @@ public struct Gateway: HTTPResponder {
     /// `header(_:_:)` for a field most requests have read: from the request's one walk over its fields, kept in
     /// its context.
     func header(_ request: HTTPRequest, _ header: GatewayHeader, _ context: RequestContext) throws(Problem) -> String? {
-        let headers = context.headers ?? GatewayHeaders(request)
-        context.headers = headers
+        // Not `context.headers ?? GatewayHeaders(request)`: the autoclosure would capture a copy of the request
+        // (a retain and release of each of its parts) on every call, found or not.
+        let headers: GatewayHeaders
+        if let found = context.headers {
+            headers = found
+        } else {
+            headers = GatewayHeaders(request)
+            context.headers = headers
+        }
         switch headers[header] {
         case GatewayHeaders.none: return nil
         case GatewayHeaders.more: throw Problem(.duplicateHeader, "the header \(header.name) was sent more than once; it takes one value")

@@ -327,8 +327,9 @@ struct AccessLogLine {
         appendDecimal(microseconds / 1000)
         // Up to 999: the digits are taken before the narrowing to a byte (a fraction of 345 is not 345 mod 256).
         let fraction = microseconds % 1000
-        withUnsafeBytes(of: (UInt8(ascii: "."), UInt8(ascii: "0") + UInt8(fraction / 100), UInt8(ascii: "0") + UInt8(fraction / 10 % 10),
-                             UInt8(ascii: "0") + UInt8(fraction % 10))) { bytes.append($0) }
+        let zero = UInt8(ascii: "0")
+        let digits = (UInt8(ascii: "."), zero + UInt8(fraction / 100), zero + UInt8(fraction / 10 % 10), zero + UInt8(fraction % 10))
+        withUnsafeBytes(of: digits) { bytes.append($0) }
     }
 
     /// The text's bytes, copied at once when they are contiguous (native and literal strings).

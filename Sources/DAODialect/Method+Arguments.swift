@@ -49,16 +49,17 @@ extension Method {
             throw RenderError(code: .invalidArguments, method: qualifiedName,
                               message: "arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase)")
         }
-        for (index, argument) in self.arguments.enumerated() {
-            if argument.required && locals[index].isNull {
+        // By index, each argument's fields read where they are: no copy of each argument (its name, its type).
+        for index in self.arguments.indices {
+            if self.arguments[index].required && locals[index].isNull {
+                let name = self.arguments[index].name
                 throw RenderError(code: .missingArgument, method: qualifiedName,
-                                  message: "argument '\(argument.name)' is required ($\(argument.name)) and was null or missing",
-                                  argument: argument.name)
+                                  message: "argument '\(name)' is required ($\(name)) and was null or missing", argument: name)
             }
             if let check, let replacement = try check(index, locals[index]) {
                 locals[index] = replacement
             }
-            if let type = argument.type, let replacement = try conform(locals[index], to: type, path: argument.name) {
+            if let replacement = try conform(locals[index], to: self.arguments[index].type, path: self.arguments[index].name) {
                 locals[index] = replacement
             }
         }
@@ -72,37 +73,29 @@ extension Method {
 
     private var argumentNames: String { arguments.map(\.name).joined(separator: ", ") }
 
-    /// Checks `value` against a declared type; returns a replacement when the
+    /// Checks `value` against a declared type (none: any value); returns a replacement when the
     /// JSON form differs from the stored one (base64 text for `binary`, an
     /// integer for `double`), nil when the value stands as it is.
-    private func conform(_ value: Value, to type: ArgumentType,
+    private func conform(_ value: Value, to type: ArgumentType?,
                          path: @autoclosure () -> String) throws(RenderError) -> Value? {
         func mismatch(_ expected: String) -> RenderError {
             RenderError(code: .wrongType, method: qualifiedName,
                         message: "argument '\(path())' must be \(expected), not \(value.kindPhrase)", argument: path())
         }
-        switch (type, value) {
-        case (.any, _), (_, .null):
+        // A switch on the type, then on the value: a switch on the pair `(type, value)` copies both into a tuple,
+        // a retain and release of each (every argument of every call passes here).
+        // The type is matched where it is, its payload's scalar read out: not bound whole (a retain of its box).
+        if value.isNull { return nil }
+        switch type {
+        case nil, .any?:
             return nil
-        case (.scalar(.int), .integer(let integer)):
-            guard Int64(Int32.min)...Int64(Int32.max) ~= integer else {
-                throw RenderError(code: .wrongType, method: qualifiedName,
-                                  message: "argument '\(path())' is an int, and \(integer) is outside its 32-bit range", argument: path())
-            }
-            return nil
-        case (.scalar(.longLong), .integer), (.scalar(.bool), .bool), (.scalar(.double), .double),
-             (.scalar(.string), .string), (.scalar(.binary), .blob), (.object, .object):
-            return nil
-        case (.scalar(.double), .integer(let integer)):
-            return .double(Double(integer))
-        case (.scalar(let scalar), .double(let double)) where scalar == .int || scalar == .longLong:
-            // JSON Schema counts 2.0 as an integer, so daogate does too.
-            guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
-            return try conform(.integer(integer), to: type, path: path()) ?? .integer(integer)
-        case (.scalar(.binary), .string(let text)):
-            guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
-            return .blob(bytes)
-        case (.array(let element), .array(let values)):
+        case .scalar(let scalar)?:
+            return try conform(value, to: scalar, type, path: path(), mismatch)
+        case .object(let className)?:
+            if case .object = value { return nil }
+            throw mismatch(className.map { "an object (\($0))" } ?? "an object")
+        case .array(let element)?:
+            guard case .array(let values) = value else { throw mismatch("an array") }
             var converted: [Value]?
             for index in values.indices {
                 if let replacement = try conform(values[index], to: element, path: "\(path())[\(index)]") {
@@ -111,12 +104,50 @@ extension Method {
                 }
             }
             return converted.map { .array($0) }
-        case (.scalar(let scalar), _):
+        }
+    }
+
+    /// `conform(_:to:path:)` for a scalar type (`type` is `.scalar(scalar)`).
+    private func conform(_ value: Value, to scalar: ScalarType, _ type: ArgumentType?, path: @autoclosure () -> String,
+                         _ mismatch: (String) -> RenderError) throws(RenderError) -> Value? {
+        switch value {
+        case .integer(let integer):
+            switch scalar {
+            case .int:
+                guard Int64(Int32.min)...Int64(Int32.max) ~= integer else {
+                    throw RenderError(code: .wrongType, method: qualifiedName,
+                                      message: "argument '\(path())' is an int, and \(integer) is outside its 32-bit range", argument: path())
+                }
+                return nil
+            case .longLong: return nil
+            case .double: return .double(Double(integer))
+            default: throw mismatch(scalar.jsonPhrase)
+            }
+        case .double(let double):
+            switch scalar {
+            case .double: return nil
+            case .int, .longLong:
+                // JSON Schema counts 2.0 as an integer, so daogate does too.
+                guard let integer = Int64(exactly: double) else { throw mismatch("an integer") }
+                return try conform(.integer(integer), to: type, path: path()) ?? .integer(integer)
+            default: throw mismatch(scalar.jsonPhrase)
+            }
+        case .bool:
+            guard scalar == .bool else { throw mismatch(scalar.jsonPhrase) }
+            return nil
+        case .string(let text):
+            switch scalar {
+            case .string: return nil
+            case .binary:
+                guard let bytes = Base64.decode(text) else { throw mismatch("binary as base64 text") }
+                return .blob(bytes)
+            default: throw mismatch(scalar.jsonPhrase)
+            }
+        case .blob:
+            guard scalar == .binary else { throw mismatch(scalar.jsonPhrase) }
+            return nil
+        case .null, .array, .object:
             throw mismatch(scalar.jsonPhrase)
-        case (.object(let className), _):
-            throw mismatch(className.map { "an object (\($0))" } ?? "an object")
-        case (.array, _):
-            throw mismatch("an array")
         }
     }
 }

@@ -154,31 +154,45 @@ struct RouteCall {
 
 /// The path's parameters, each read and checked once by the router. A handler reads only those of its own
 /// template (another is a programming error, caught by the first call of the route).
+///
+/// The values are held in one object: the parameters are copied from the module set's table of paths, into the
+/// request's `RouteCall`, and a copy retains that object alone, not each of seven strings (every request).
 struct RouteParameters {
-    fileprivate var moduleValue: String?
-    fileprivate var methodValue: String?
-    fileprivate var spaceValue: StorageSpace?
-    fileprivate var kindValue: Gateway.CacheKind?
-    fileprivate var businessValue: String?
-    fileprivate var cacheValue: String?
-    fileprivate var keyValue: String?
-    /// The module and method themselves, when the module set's table of paths found them (`ModuleSet.callPaths`).
-    private(set) var resolved: ResolvedMethod?
+    private var values = Values(Fields())
 
+    fileprivate struct Fields {
+        var module: String?
+        var method: String?
+        var space: StorageSpace?
+        var kind: Gateway.CacheKind?
+        var business: String?
+        var cache: String?
+        var key: String?
+        var resolved: ResolvedMethod?
+    }
+
+    /// Never changed once made: reading a parameter makes new values (`read`, a few per routed request).
+    private final class Values: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    /// The module and method themselves, when the module set's table of paths found them (`ModuleSet.callPaths`).
+    var resolved: ResolvedMethod? { values.fields.resolved }
     /// A module's name (the engine says whether one has it).
-    var module: String { present(moduleValue, .module) }
+    var module: String { present(values.fields.module, .module) }
     /// A method's name.
-    var method: String { present(methodValue, .method) }
-    var space: StorageSpace { present(spaceValue, .space) }
-    var kind: Gateway.CacheKind { present(kindValue, .kind) }
+    var method: String { present(values.fields.method, .method) }
+    var space: StorageSpace { present(values.fields.space, .space) }
+    var kind: Gateway.CacheKind { present(values.fields.kind, .kind) }
     /// A business, checked (`Names.checkBusiness`).
-    var business: String { present(businessValue, .business) }
+    var business: String { present(values.fields.business, .business) }
     /// A cache name, checked (`Names.checkCacheName`).
-    var cache: String { present(cacheValue, .cache) }
+    var cache: String { present(values.fields.cache, .cache) }
     /// A key, checked (`Names.checkKey`); the rest of the path, `/` included.
-    var key: String { present(keyValue, .key) }
+    var key: String { present(values.fields.key, .key) }
     /// Whether the template names a module's method (`/dao/{module}/{method}`).
-    var hasModuleAndMethod: Bool { moduleValue != nil && methodValue != nil }
+    var hasModuleAndMethod: Bool { values.fields.module != nil && values.fields.method != nil }
 
     private func present<T>(_ value: T?, _ parameter: PathParameter) -> T {
         guard let value else { preconditionFailure("the route's template has no {\(parameter.rawValue)}") }
@@ -188,23 +202,25 @@ struct RouteParameters {
     /// Reads one parameter's value: a business, cache name or key that is not one is a 400 `invalid_name`; a
     /// space or kind that is none is a 404 (a path no route has). A module or method is taken as named.
     fileprivate mutating func read(_ parameter: PathParameter, _ value: String) throws(Problem) {
+        var fields = values.fields
         switch parameter {
-        case .module: moduleValue = value
-        case .method: methodValue = value
+        case .module: fields.module = value
+        case .method: fields.method = value
         case .space:
             guard let space = StorageSpace(rawValue: value) else {
                 throw Problem(.notFound, "the space is common or user, not '\(value.prefix(40))'")
             }
-            spaceValue = space
+            fields.space = space
         case .kind:
             guard let kind = Gateway.CacheKind(rawValue: value) else {
                 throw Problem(.notFound, "the cache routes are /lru/memory/{space}/… and /lru/disk/{space}/…")
             }
-            kindValue = kind
-        case .business: businessValue = try Self.checked(value, Names.checkBusiness)
-        case .cache: cacheValue = try Self.checked(value, Names.checkCacheName)
-        case .key: keyValue = try Self.checked(value, Names.checkKey)
+            fields.kind = kind
+        case .business: fields.business = try Self.checked(value, Names.checkBusiness)
+        case .cache: fields.cache = try Self.checked(value, Names.checkCacheName)
+        case .key: fields.key = try Self.checked(value, Names.checkKey)
         }
+        values = Values(fields)
     }
 
     /// No parameters (a template without any).
@@ -213,9 +229,7 @@ struct RouteParameters {
     /// A DAO method's parameters, as the router reads them from `/dao/{module}/{method}`, with the module and
     /// method they name (`ModuleSet.callPaths`).
     init(module: Module, method: DAODialect.Method) {
-        moduleValue = module.name
-        methodValue = method.name
-        resolved = ResolvedMethod(module: module, method: method)
+        values = Values(Fields(module: module.name, method: method.name, resolved: ResolvedMethod(module: module, method: method)))
     }
 
     private static func checked(_ value: String, _ check: (String) throws(KeyValueError) -> Void) throws(Problem) -> String {

@@ -158,7 +158,7 @@ struct RouteCall {
 /// The values are held in one object: the parameters are copied from the module set's table of paths, into the
 /// request's `RouteCall`, and a copy retains that object alone, not each of seven strings (every request).
 struct RouteParameters {
-    private var values = Values(Fields())
+    private var values: Values
 
     fileprivate struct Fields {
         var module: String?
@@ -171,7 +171,7 @@ struct RouteParameters {
         var resolved: ResolvedMethod?
     }
 
-    /// Never changed once made: reading a parameter makes new values (`read`, a few per routed request).
+    /// Never changed once made: the router reads a template's parameters into `Fields`, then makes one.
     private final class Values: Sendable {
         let fields: Fields
         init(_ fields: Fields) { self.fields = fields }
@@ -201,8 +201,7 @@ struct RouteParameters {
 
     /// Reads one parameter's value: a business, cache name or key that is not one is a 400 `invalid_name`; a
     /// space or kind that is none is a 404 (a path no route has). A module or method is taken as named.
-    fileprivate mutating func read(_ parameter: PathParameter, _ value: String) throws(Problem) {
-        var fields = values.fields
+    fileprivate static func read(_ parameter: PathParameter, _ value: String, into fields: inout Fields) throws(Problem) {
         switch parameter {
         case .module: fields.module = value
         case .method: fields.method = value
@@ -220,11 +219,19 @@ struct RouteParameters {
         case .cache: fields.cache = try Self.checked(value, Names.checkCacheName)
         case .key: fields.key = try Self.checked(value, Names.checkKey)
         }
-        values = Values(fields)
     }
 
-    /// No parameters (a template without any).
-    init() {}
+    /// No parameters (a template without any): one set of empty values for all.
+    init() {
+        values = Self.none
+    }
+
+    private static let none = Values(Fields())
+
+    /// The parameters the router read (`RouteTemplate.parameters`).
+    fileprivate init(_ fields: Fields) {
+        values = Values(fields)
+    }
 
     /// A DAO method's parameters, as the router reads them from `/dao/{module}/{method}`, with the module and
     /// method they name (`ModuleSet.callPaths`).
@@ -292,13 +299,13 @@ public struct RouteTemplate: Sendable, ExpressibleByStringLiteral, CustomStringC
 
     /// The parameters of segments that fit, each read and checked once.
     func parameters(_ parts: [String]) throws(Problem) -> RouteParameters {
-        var parameters = RouteParameters()
+        var fields = RouteParameters.Fields()
         for (index, segment) in segments.enumerated() {
             guard case .parameter(let parameter) = segment else { continue }
             let rest = parameter == .key && index < parts.count - 1
-            try parameters.read(parameter, rest ? parts[index...].joined(separator: "/") : parts[index])
+            try RouteParameters.read(parameter, rest ? parts[index...].joined(separator: "/") : parts[index], into: &fields)
         }
-        return parameters
+        return RouteParameters(fields)
     }
 
     /// The path with some parameters written out (`{space}` → `user`); the others stay `{name}`.

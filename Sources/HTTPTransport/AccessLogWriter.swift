@@ -195,7 +195,8 @@ private final class LineBuffer: Sendable {
 
 /// Bytes in memory of their own, written in place: what a thread's lines are appended to. No reference is
 /// counted and no uniqueness checked per piece, as an array's `append` does (a line is some fifteen pieces,
-/// on every request). A plain value: exactly one copy owns the memory (`LineBuffer.Pending`), which frees it.
+/// on every request). A plain value: the copy in `LineBuffer.Pending` owns the memory and frees it; a line being
+/// written holds it (`AccessLogLine`) until it is handed back, grown or not.
 struct LineBytes {
     private(set) var base: UnsafeMutablePointer<UInt8>?
     private(set) var count = 0

@@ -41,7 +41,7 @@ let package = Package(
         // What travels: the value type and its JSON form.
         .target(
             name: "DAOValue",
-            dependencies: [.product(name: "OrderedCollections", package: "swift-collections")],
+            dependencies: ["ASCIIBytes", .product(name: "OrderedCollections", package: "swift-collections")],
             swiftSettings: crossModule
         ),
         // The dialect: module files → module model → rendered statements.
@@ -54,7 +54,7 @@ let package = Package(
         // pool of a file's connections, SQLite errors. Knows nothing of DAO.
         .target(
             name: "SQLiteDatabase",
-            dependencies: ["DAOValue", "CSQLite"],
+            dependencies: ["ASCIIBytes", "DAOValue", "CSQLite"],
             swiftSettings: crossModule
         ),
         // The engine: execution, results, table lifecycle, encryption,
@@ -80,7 +80,7 @@ let package = Package(
         // JWT verification: tokens, keys (HMAC secrets, PEM, JWKS) verified with libcrypto. Knows nothing of HTTP.
         .target(
             name: "JWT",
-            dependencies: ["DAOEngine", "DAOValue", "COpenSSL"],
+            dependencies: ["ASCIIBytes", "DAOEngine", "DAOValue", "COpenSSL"],
             swiftSettings: release
         ),
         // Sharding: the shard map and placement (user → bucket → shard), a shard's ownership and freezes,

@@ -56,15 +56,25 @@ public func asciiCaseInsensitiveEquals(_ a: String, _ b: String) -> Bool {
 /// `asciiCaseInsensitiveEquals` once the lengths are equal.
 @usableFromInline
 func asciiCaseInsensitiveEqualsOfSameLength(_ a: String, _ b: String) -> Bool {
-    // A loop over both strings' bytes, without iterators.
-    var a = a, b = b
-    return a.withUTF8 { left in
-        b.withUTF8 { right in
-            for index in 0..<left.count where left[index] != right[index] {
-                let lower = left[index] | 0x20
-                guard lower == right[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
-            }
-            return true
-        }
+    withUTF8Bytes(of: a) { left in withUTF8Bytes(of: b) { right in sameBytesIgnoringASCIICase(left, right) } }
+}
+
+@inline(__always)
+private func sameBytesIgnoringASCIICase(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
+    for index in 0..<left.count where left[index] != right[index] {
+        let lower = left[index] | 0x20
+        guard lower == right[index] | 0x20, lower >= UInt8(ascii: "a"), lower <= UInt8(ascii: "z") else { return false }
     }
+    return true
+}
+
+/// `body` over the string's UTF-8 bytes, read where they are. `String.withUTF8` is `mutating`: a caller holding a
+/// `let` first copies the string into a `var`, a retain and a release on every call (every header compared, every
+/// string bound or written as JSON, on every request). A native or small string's bytes are lent as they are; any
+/// other (bridged, never one the server made) is made contiguous in a copy first.
+@inlinable
+public func withUTF8Bytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    if let result = try text.utf8.withContiguousStorageIfAvailable(body) { return result }
+    var copy = text
+    return try copy.withUTF8(body)
 }

@@ -159,8 +159,7 @@ struct InlineRefusal: Error {
 
 /// Whether SQLite reserves `word` as a keyword.
 func isSQLKeyword(_ word: String) -> Bool {
-    var word = word
-    return word.withUTF8 { buffer in
+    return withUTF8Bytes(of: word) { buffer in
         buffer.withMemoryRebound(to: CChar.self) { sqlite3_keyword_check($0.baseAddress, Int32($0.count)) != 0 }
     }
 }

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import CRE2
 
 /// A regular expression a caller sent — the pattern of the reference's
@@ -65,8 +66,7 @@ public final class CallerRegex: @unchecked Sendable {
 
     /// Whether the whole of `text` matches.
     public func matchesWhole(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in
+        return withUTF8Bytes(of: text) { bytes in
             bytes.withMemoryRebound(to: CChar.self) { text in
                 daogate_re2_full_match(compiled, text.baseAddress, text.count)
             }

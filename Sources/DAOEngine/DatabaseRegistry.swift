@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAODialect
 import SQLiteDatabase
 import Foundation
@@ -104,8 +105,7 @@ final class TableReadiness: Sendable {
         /// Folds the name's bytes in, read from its contiguous UTF-8 (a small string's spilled once), not one
         /// index step of the UTF-8 view per byte.
         private static func fold(_ name: String, into folded: inout UInt64, lowercasing: Bool) {
-            var name = name
-            name.withUTF8 { bytes in
+            withUTF8Bytes(of: name) { bytes in
                 for byte in bytes {
                     let byte = lowercasing && byte >= 65 && byte <= 90 ? byte + 32 : byte
                     folded = (folded ^ UInt64(byte)) &* 0x100_0000_01b3

@@ -1,3 +1,4 @@
+import ASCIIBytes
 /// Standard base64 (RFC 4648 §4): the `+/` alphabet, always padded with `=`.
 public enum Base64 {
     private static let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -16,8 +17,7 @@ public enum Base64 {
     /// bits in the last character before the padding are all rejected, so each
     /// byte sequence has exactly one accepted encoding.
     public static func decode(_ text: String) -> [UInt8]? {
-        var text = text
-        return text.withUTF8 { decode($0) }
+        return withUTF8Bytes(of: text) { decode($0) }
     }
 
     /// Appends `bytes` as padded base64 to `buffer`.

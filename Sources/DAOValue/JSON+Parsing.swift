@@ -1,3 +1,4 @@
+import ASCIIBytes
 import OrderedCollections
 
 extension Value {
@@ -29,8 +30,7 @@ extension Value {
 
     /// Parses one JSON document from text; see `init(parsingJSON:options:)`.
     public init(parsingJSON text: String, options: JSONParseOptions = .init()) throws(JSONError) {
-        var text = text
-        self = try text.withUTF8 { Value.parse(UnsafeRawBufferPointer($0), options) }.get()
+        self = try withUTF8Bytes(of: text) { Value.parse(UnsafeRawBufferPointer($0), options) }.get()
     }
 
     /// Parsing as a result, to carry the typed error out of the untyped `rethrows` closures.

@@ -1,3 +1,4 @@
+import ASCIIBytes
 extension Value {
     /// Appends this value as compact JSON to `buffer`.
     ///
@@ -89,9 +90,8 @@ private func writeDigits(of integer: Int64, to buffer: inout [UInt8]) {
 /// the others as `\u00xx`), and U+2028 and U+2029, which JavaScript does not
 /// allow raw in string literals; everything else is copied as raw UTF-8.
 public func writeJSONString(_ string: String, to buffer: inout [UInt8]) {
-    var string = string
     buffer.append(UInt8(ascii: "\""))
-    string.withUTF8 { utf8 in
+    withUTF8Bytes(of: string) { utf8 in
         var runStart = 0
         var index = 0
         while index < utf8.count {

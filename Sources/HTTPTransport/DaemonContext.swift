@@ -372,9 +372,8 @@ private func isAccessLogOwnField(_ name: String) -> Bool {
 
 /// The length a `Content-Length` value declares (libmicrohttpd has already refused a malformed one); a run of digits too long for 64 bits counts as the largest length.
 private func declaredLength(_ value: String) -> UInt64? {
-    var value = value
     // A loop over the bytes in place (every request with a body asks).
-    return value.withUTF8 { bytes -> UInt64? in
+    return withUTF8Bytes(of: value) { bytes -> UInt64? in
         var start = 0, end = bytes.count
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAOEngine
 import DAOValue
 import Foundation
@@ -81,8 +82,7 @@ struct RememberedToken: Hashable, Sendable {
     }
 
     func hash(into hasher: inout Hasher) {
-        var token = token
-        token.withUTF8 { bytes in
+        withUTF8Bytes(of: token) { bytes in
             hasher.combine(bytes.count)
             hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[max(0, bytes.count - 32)...])))
         }

@@ -1,3 +1,4 @@
+import ASCIIBytes
 import CSQLite
 import DAOValue
 
@@ -41,8 +42,8 @@ extension Statement {
             return sqlite3_bind_double(handle, index, double)
         case .bool(let bool):
             return sqlite3_bind_int64(handle, index, bool ? 1 : 0)
-        case .string(var string):
-            return string.withUTF8 { bindText($0, at: index) }
+        case .string(let string):
+            return withUTF8Bytes(of: string) { bindText($0, at: index) }
         case .blob(let bytes):
             if bytes.isEmpty { return sqlite3_bind_zeroblob(handle, index, 0) }
             return bytes.withUnsafeBytes { buffer in

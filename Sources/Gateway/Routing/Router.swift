@@ -1,3 +1,4 @@
+import ASCIIBytes
 import DAODialect
 import DAOEngine
 import DAOKeyValue
@@ -344,10 +345,9 @@ struct Router: Sendable {
 
     /// The decoded segments of a path, the leading `/` dropped; a path that does not start with `/` has none.
     static func pathSegments(_ path: String) throws(Problem) -> [String] {
-        var path = path
         // Split on the byte, not on Characters: "/" followed by a combining
         // mark or an emoji modifier is one Character, and must still split.
-        let segments = path.withUTF8 { bytes -> Result<[String], Problem> in
+        let segments = withUTF8Bytes(of: path) { bytes -> Result<[String], Problem> in
             guard bytes.first == UInt8(ascii: "/") else { return .success([]) }
             var segments: [String] = []
             // Allocated once, at its size, not grown segment by segment.

@@ -134,7 +134,7 @@ let package = Package(
             swiftSettings: release
         ),
 
-        .testTarget(name: "DAOValueTests", dependencies: ["DAOValue"]),
+        .testTarget(name: "DAOValueTests", dependencies: ["ASCIIBytes", "DAOValue"]),
         .testTarget(name: "DAODialectTests", dependencies: ["DAODialect", "DAOValue", "CSQLite"]),
         .testTarget(name: "SQLiteDatabaseTests", dependencies: ["SQLiteDatabase", "DAOEngine", "DAOValue", "CSQLite"]),
         .testTarget(name: "DAOEngineTests", dependencies: ["DAOEngine", "DAODialect", "DAOValue", "CSQLite"]),

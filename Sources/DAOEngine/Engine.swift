@@ -187,6 +187,15 @@ public struct Call: Sendable {
         self.arguments = arguments
         self.table = table
     }
+
+    /// A call whose method is already resolved, made whole (set afterwards, a call held in a `var` is copied).
+    package init(module: String, method: String, arguments: Value, table: String?, resolved: ResolvedMethod?) {
+        self.module = module
+        self.method = method
+        self.arguments = arguments
+        self.table = table
+        self.resolved = resolved
+    }
 }
 
 /// A module's method as found once, ahead of its calls (`Call.resolved`). A class: a call copies one reference.

@@ -10,7 +10,10 @@ import OpenAPIKit
 /// touches, the handler of each method it takes, and the function that describes it in the OpenAPI document.
 /// The table of them is `Gateway.routes`; the router, the 405 answers, the document's paths, a shard's
 /// admission (`ShardAdmission`) and HAProxy's routing lists (`Gateway.commonPaths`) are all read from it.
-public struct Route: Sendable {
+///
+/// Immutable objects, a route and each of its endpoints: every request takes one of each from the table, and a
+/// reference costs a retain where a structure of arrays and closures costs one for each of its parts.
+public final class Route: Sendable {
     /// What a handler gets: the request, its encoding, and the path's parameters, each checked once. Handlers
     /// throw `Problem`s (a closure's typed throws is not inferred, so the table's closures throw untyped and
     /// `Route.answer` takes the problem back out).
@@ -19,12 +22,18 @@ public struct Route: Sendable {
     /// methods are written out there), built from its template.
     typealias Describer = @Sendable (inout OpenAPIDescription, RouteTemplate) -> [OpenAPIDescription.DescribedPath]
 
-    struct Endpoint: Sendable {
+    final class Endpoint: Sendable {
         /// The methods this handler answers (`GET` with `HEAD`).
         let methods: [String]
         /// The codes the handler can give: the document lists their statuses (`OpenAPIDescription.responses`).
         let errors: RouteErrors
         let handler: Handler
+
+        init(methods: [String], errors: RouteErrors, handler: @escaping Handler) {
+            self.methods = methods
+            self.errors = errors
+            self.handler = handler
+        }
     }
 
     public let template: RouteTemplate
@@ -41,10 +50,11 @@ public struct Route: Sendable {
     /// Answered on a thread kept for such answers, not libmicrohttpd's worker thread
     /// (`HTTPResponse.answeredOffWorkerThread`): a shard's calls of a bucket move, which take seconds, while a
     /// worker thread serves many connections.
-    public private(set) var answersOffWorkerThread = false
+    public let answersOffWorkerThread: Bool
 
     init(_ template: RouteTemplate, public isPublic: Bool = false, space: RouteSpace, describedBy describe: @escaping Describer) {
         self.template = template
+        self.answersOffWorkerThread = false
         self.isPublic = isPublic
         self.space = space
         switch space {
@@ -65,23 +75,27 @@ public struct Route: Sendable {
         self.isExplorer = true
         self.endpoints = []
         self.describe = nil
+        self.answersOffWorkerThread = false
     }
 
-    private init(_ route: Route, adding endpoint: Endpoint) {
+    /// The route with one more endpoint, or answered off the worker thread.
+    private init(_ route: Route, adding endpoint: Endpoint? = nil, offWorkerThread: Bool) {
         template = route.template
         isPublic = route.isPublic
         space = route.space
         isExplorer = route.isExplorer
-        endpoints = route.endpoints + [endpoint]
+        endpoints = route.endpoints + (endpoint.map { [$0] } ?? [])
         describe = route.describe
-        answersOffWorkerThread = route.answersOffWorkerThread
+        answersOffWorkerThread = offWorkerThread
+    }
+
+    private convenience init(_ route: Route, adding endpoint: Endpoint) {
+        self.init(route, adding: endpoint, offWorkerThread: route.answersOffWorkerThread)
     }
 
     /// The route, answered off libmicrohttpd's worker thread (`answersOffWorkerThread`).
     func offWorkerThread() -> Route {
-        var route = self
-        route.answersOffWorkerThread = true
-        return route
+        Route(self, offWorkerThread: true)
     }
 
     /// Whether the OpenAPI document describes the route (every route but the explorer's pages).

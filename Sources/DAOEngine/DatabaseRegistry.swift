@@ -135,7 +135,7 @@ final class DatabaseRegistry: Sendable {
     /// The caps on what users and the common space store, and on users' storages.
     let quotas: DiskQuotas
 
-    private typealias Entry = LeasedLRU<DatabaseLocation, OpenDatabase>.Entry
+    fileprivate typealias Entry = LeasedLRU<DatabaseLocation, OpenDatabase>.Entry
 
     private struct State: ~Copyable {
         var files: LeasedLRU<DatabaseLocation, OpenDatabase>
@@ -196,9 +196,27 @@ final class DatabaseRegistry: Sendable {
     /// Runs `body` with the location's database open, opening it (and
     /// creating its file) if needed.
     func withDatabase<T>(_ location: DatabaseLocation, _ body: (OpenDatabase) throws -> T) throws -> T {
-        let entry = try acquire(location, creating: true)!
-        defer { release(entry) }
-        return try body(entry.value)
+        let lease = try lease(location)
+        defer { release(lease) }
+        return try body(lease.database)
+    }
+
+    /// A location's database held open for a call, until `release(_:)` gives it back (exactly once).
+    struct Lease {
+        fileprivate let entry: Entry
+        var database: OpenDatabase { entry.value }
+    }
+
+    /// The location's database, opened (its file created) if needed, and held open until `release(_:)`: for a
+    /// call whose body would otherwise be a closure, each of whose captures (a call's statement, target and
+    /// result type) is copied into its context.
+    func lease(_ location: DatabaseLocation) throws(EngineError) -> Lease {
+        Lease(entry: try acquire(location, creating: true)!)
+    }
+
+    /// Gives back a `lease(_:)`.
+    func release(_ lease: Lease) {
+        release(lease.entry)
     }
 
     /// Runs `body` with the location's database open if it has a file; nil,

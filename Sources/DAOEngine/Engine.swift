@@ -390,14 +390,15 @@ extension Engine {
             throw EngineError(error)
         }
         let type = target.method.result ?? .array(.row)
-        return try withDatabase(target.location) { database throws(EngineError) in
-            guard let rendered else {
-                try prepareTable(target.module, target.table, in: database)
-                return type.noRows
-            }
-            return try reading(target, in: database) { db throws(EngineError) in
-                try query(rendered, type, target.origin, on: db)
-            }
+        // Leased and given back here, not in a closure of `withDatabase`: its captures would be copies.
+        let lease = try registry.lease(target.location)
+        defer { registry.release(lease) }
+        guard let rendered else {
+            try prepareTable(target.module, target.table, in: lease.database)
+            return type.noRows
+        }
+        return try reading(target, in: lease.database) { db throws(EngineError) in
+            try query(rendered, type, target.origin, on: db)
         }
     }
 }

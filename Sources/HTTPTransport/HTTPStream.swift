@@ -271,8 +271,9 @@ extension DaemonContext {
 /// The content reader of a streamed response (`MHD_ContentReaderCallback`).
 func readStream(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ count: Int) -> Int {
     guard let cls, let buffer else { return HTTPStream.endOfStream }
-    let context = Unmanaged<StreamResponseContext>.fromOpaque(cls).takeUnretainedValue()
-    return context.stream.read(into: UnsafeMutableRawPointer(buffer), count: count)
+    return Unmanaged<StreamResponseContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { context in
+        context.stream.read(into: UnsafeMutableRawPointer(buffer), count: count)
+    }
 }
 
 /// Called once libmicrohttpd is done with a streamed response (`MHD_ContentReaderFreeCallback`).

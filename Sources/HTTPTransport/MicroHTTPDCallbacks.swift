@@ -7,7 +7,10 @@ import CMicroHTTPD
 // the server through `cls` (a `DaemonContext`, unretained) and each request
 // through `con_cls` (a `RequestState`, retained from the request line until
 // completion) and each connection through `socket_context` (a
-// `ConnectionDeadline`, retained from its start until its close).
+// `ConnectionDeadline`, retained from its start until its close). The context and a request's state are
+// borrowed where a callback finds them (`_withUnsafeGuaranteedRef`), not retained and released on each call:
+// the access handler alone runs three times a request, on every worker thread, and the context's count is
+// one all threads would write.
 
 /// Called with the request line's target, before libmicrohttpd parses it: the request's state, retained.
 func handleTarget(
@@ -16,8 +19,9 @@ func handleTarget(
     _ connection: OpaquePointer?
 ) -> UnsafeMutableRawPointer? {
     guard let cls, let uri else { return nil }
-    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    return Unmanaged.passRetained(context.arrive(target: uri, connection: connection)).toOpaque()
+    return Unmanaged<DaemonContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { context in
+        Unmanaged.passRetained(context.arrive(target: uri, connection: connection)).toOpaque()
+    }
 }
 
 /// Called when a connection starts and when it closes (before libmicrohttpd closes its socket).
@@ -28,10 +32,11 @@ func handleConnection(
     _ event: MHD_ConnectionNotificationCode
 ) {
     guard let cls, let connection, let socketContext else { return }
-    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    switch event {
-    case .CONNECTION_NOTIFY_STARTED: context.opened(connection: connection, socketContext: socketContext)
-    default: context.closed(socketContext: socketContext)
+    Unmanaged<DaemonContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { context in
+        switch event {
+        case .CONNECTION_NOTIFY_STARTED: context.opened(connection: connection, socketContext: socketContext)
+        default: context.closed(socketContext: socketContext)
+        }
     }
 }
 
@@ -48,19 +53,21 @@ func handleAccess(
 ) -> MHD_Result {
     // Every request has its state from the request line (handleTarget).
     guard let cls, let connection, let uploadDataSize, let slot, let pointer = slot.pointee else { return .NO }
-    let context = Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue()
-    let state = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue()
-    guard state.begun else {
-        return context.begin(state: state, connection: connection, method: method, url: url, version: version)
-    }
-    if uploadDataSize.pointee > 0 {
-        if let uploadData {
-            context.receive(uploadData, count: uploadDataSize.pointee, state: state)
+    return Unmanaged<DaemonContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { context in
+        Unmanaged<RequestState>.fromOpaque(pointer)._withUnsafeGuaranteedRef { state in
+            guard state.begun else {
+                return context.begin(state: state, connection: connection, method: method, url: url, version: version)
+            }
+            if uploadDataSize.pointee > 0 {
+                if let uploadData {
+                    context.receive(uploadData, count: uploadDataSize.pointee, state: state)
+                }
+                uploadDataSize.pointee = 0
+                return .YES
+            }
+            return context.finish(state: state, connection: connection)
         }
-        uploadDataSize.pointee = 0
-        return .YES
     }
-    return context.finish(state: state, connection: connection)
 }
 
 /// The completion callback: releases the request's state, whether it was answered or the client went away.
@@ -73,7 +80,7 @@ func handleCompletion(
     guard let cls, let slot, let pointer = slot.pointee else { return }
     slot.pointee = nil
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
-    Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().complete(state: state, termination: termination)
+    Unmanaged<DaemonContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.complete(state: state, termination: termination) }
 }
 
 /// libmicrohttpd's error logger: formats the message and hands it to the context.
@@ -83,7 +90,7 @@ func handleDiagnostic(_ cls: UnsafeMutableRawPointer?, _ format: UnsafePointer<C
     guard vsnprintf(&buffer, buffer.count, format, arguments) >= 0 else { return }
     var message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     while message.last?.isNewline == true { message.removeLast() }
-    Unmanaged<DaemonContext>.fromOpaque(cls).takeUnretainedValue().diagnose(message)
+    Unmanaged<DaemonContext>.fromOpaque(cls)._withUnsafeGuaranteedRef { $0.diagnose(message) }
 }
 
 /// Appends one header or query argument to the `ConnectionValues` that `cls` points to; a header field's raw

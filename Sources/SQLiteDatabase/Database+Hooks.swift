@@ -168,7 +168,7 @@ extension Database {
 private func changeHookRow(_ context: UnsafeMutableRawPointer?, _ operation: Int32, _ database: UnsafePointer<CChar>?,
                            _ table: UnsafePointer<CChar>?, _ rowid: sqlite3_int64) {
     guard let context, let database, strcmp(database, "main") == 0 else { return }
-    Unmanaged<ChangeHooks>.fromOpaque(context).takeUnretainedValue().record(operation, table: table, rowid: rowid)
+    Unmanaged<ChangeHooks>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.record(operation, table: table, rowid: rowid) }
 }
 
 /// `sqlite3_preupdate_hook`, which does nothing: while one is set, SQLite deletes a whole table (`DELETE FROM t`
@@ -180,14 +180,14 @@ private func changeHookBeforeRow(_ context: UnsafeMutableRawPointer?, _ connecti
 /// `sqlite3_rollback_hook`: the transaction was rolled back, its changes never happened.
 private func changeHookRollback(_ context: UnsafeMutableRawPointer?) {
     guard let context else { return }
-    Unmanaged<ChangeHooks>.fromOpaque(context).takeUnretainedValue().forget()
+    Unmanaged<ChangeHooks>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.forget() }
 }
 
 /// `sqlite3_wal_hook`: a commit is in the log. Checkpoints as SQLite's automatic checkpoint would.
 private func changeHookCommitted(_ context: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
                                  _ database: UnsafePointer<CChar>?, _ frames: Int32) -> Int32 {
     if let context {
-        Unmanaged<ChangeHooks>.fromOpaque(context).takeUnretainedValue().publish()
+        Unmanaged<ChangeHooks>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.publish() }
     }
     if frames >= ChangeHooks.autoCheckpointFrames, let connection {
         sqlite3_wal_checkpoint(connection, database)

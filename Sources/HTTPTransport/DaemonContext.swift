@@ -123,7 +123,7 @@ extension DaemonContext {
         state.request = HTTPRequest(
             method: method.map { KnownStrings.string(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? "",
             path: framing.path ?? "",
-            query: connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields,
+            query: state.target.hasQuery ? connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields : [],
             headers: headers.fields
         )
         if isDraining.load(ordering: .sequentiallyConsistent) {

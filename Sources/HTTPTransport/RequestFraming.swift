@@ -71,6 +71,8 @@ struct RequestTarget {
     let count: Int
     let holdsControl: Bool
     let path: String?
+    /// Whether the target has a `?`: without one libmicrohttpd has no query arguments to walk.
+    let hasQuery: Bool
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         count = bytes.count
@@ -81,6 +83,7 @@ struct RequestTarget {
         }
         self.holdsControl = holdsControl
         let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+        hasQuery = end < bytes.endIndex
         let path = UnsafeBufferPointer(rebasing: bytes[..<end])
         // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
         var ascii = true

@@ -12,7 +12,7 @@ STEPS = [
     ("  the headers into the request (DaemonContext.begin)", r"DaemonContextC5begin"),
     ("  the gateway's answer (Gateway.respond)", r"GatewayAAV7respond2to"),
     ("    the engine's call (Engine.call)", r"DAOEngine6EngineC4call_7context"),
-    ("      the file's lease from the registry and its release", r"DatabaseRegistryC(7acquire|7release)"),
+    ("      the file's lease from the registry and its release", r"DatabaseRegistryC(5lease|7acquire|7release)"),
     ("      the read on the pool (DatabasePool.read), SQLite's work included", r"DatabasePoolC8readBody|0B4PoolC8readBody"),
     ("the completion callback (handleCompletion): the access-log line, the request's state freed", r"HTTPTransport16handleCompletion"),
     ("the request-target callback (handleTarget)", r"HTTPTransport12handleTarget"),

@@ -283,6 +283,17 @@ final class DatabaseRegistry: Sendable {
         } catch where error.code == .overloaded && relieve() {
             acquired = try acquireUnlessFenced(location, creating: creating, opened: &opened)
         }
+        // Nearly every call: its file is open. Only a wait reads the clock (whose optional instant costs a look-up
+        // of its type's metadata on each call that has it).
+        if case .entry(let entry) = acquired { return entry }
+        return try awaitAcquired(acquired, location, creating: creating, opened: &opened)
+    }
+
+    /// `acquireAdmitted` once the first try found no open file: the file is absent, being opened by another call
+    /// (tried again shortly), or fenced (tried again until the fence is lifted, for at most five seconds).
+    private func awaitAcquired(_ first: Acquired, _ location: DatabaseLocation, creating: Bool,
+                               opened: inout Bool) throws(EngineError) -> Entry? {
+        var acquired = first
         var deadline: ContinuousClock.Instant?
         while true {
             switch acquired {

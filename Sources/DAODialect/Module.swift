@@ -163,6 +163,9 @@ public final class Method: Sendable {
     /// The method-level `foreach="collection.item"`.
     public let foreach: MethodForeach?
     public let body: Body
+    /// The method's one statement, when it has exactly one and no `<try>`: kept, so that a call reads it where it
+    /// is (worked out from `body` on each call, it was a copy of the statement and its template).
+    public let singleStatement: SQLStatement?
     /// How many local slots a call needs: arguments, then `foreach` items.
     public let localCount: Int
     /// Arguments a call cannot leave nil although they have no `$`: the
@@ -188,6 +191,11 @@ public final class Method: Sendable {
         self.result = result
         self.foreach = foreach
         self.body = body
+        if case .statements(let statements) = body, statements.count == 1 {
+            self.singleStatement = statements[0]
+        } else {
+            self.singleStatement = nil
+        }
         self.localCount = localCount
     }
 }
@@ -305,12 +313,6 @@ public struct SQLStatement: Sendable {
 }
 
 extension Method {
-    /// The method's one statement, when it has exactly one and no `<try>`.
-    public var singleStatement: SQLStatement? {
-        if case .statements(let statements) = body, statements.count == 1 { return statements[0] }
-        return nil
-    }
-
     /// Whether every statement was rendered at load (no dynamic tags, no
     /// `@{}`, a fixed table), so a call does no string work: it only resolves
     /// the `#{}` values.

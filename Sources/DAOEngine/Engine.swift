@@ -361,8 +361,8 @@ extension Engine {
     /// Runs one method call.
     public func call(_ call: Call, context: CallContext = CallContext()) throws(EngineError) -> CallResult {
         let target = try target(of: call, context: context)
-        if target.method.kind == .select, target.method.foreach == nil, let statement = target.method.singleStatement {
-            return .value(try select(call, statement, target, context))
+        if target.method.kind == .select, target.method.foreach == nil, target.method.singleStatement != nil {
+            return .value(try selectSingle(call, target, context))
         }
         let runs = try render(call, target, context)
         return try withDatabase(target.location) { database throws(EngineError) in
@@ -377,12 +377,13 @@ extension Engine {
         }
     }
 
-    /// The common select: one statement, no `foreach`, no `<try>`.
-    private func select(_ call: Call, _ statement: SQLStatement, _ target: Target, _ context: CallContext) throws(EngineError) -> Value {
+    /// The common select: one statement (`Method.singleStatement`, read where the method keeps it), no
+    /// `foreach`, no `<try>`.
+    private func selectSingle(_ call: Call, _ target: Target, _ context: CallContext) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
             var frame = try frame(of: call, target, context)
-            switch try statement.render(frame: &frame, table: target.table.name, method: target.method.qualifiedName) {
+            switch try target.method.singleStatement!.render(frame: &frame, table: target.table.name, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil
             }

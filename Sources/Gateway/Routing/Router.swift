@@ -78,24 +78,25 @@ public final class Route: Sendable {
         self.answersOffWorkerThread = false
     }
 
-    /// The route with one more endpoint, or answered off the worker thread.
-    private init(_ route: Route, adding endpoint: Endpoint? = nil, offWorkerThread: Bool) {
+    /// The route with these endpoints and this thread.
+    private init(_ route: Route, endpoints: [Endpoint], offWorkerThread: Bool) {
         template = route.template
         isPublic = route.isPublic
         space = route.space
         isExplorer = route.isExplorer
-        endpoints = route.endpoints + (endpoint.map { [$0] } ?? [])
+        self.endpoints = endpoints
         describe = route.describe
         answersOffWorkerThread = offWorkerThread
     }
 
+    /// The route with one more endpoint.
     private convenience init(_ route: Route, adding endpoint: Endpoint) {
-        self.init(route, adding: endpoint, offWorkerThread: route.answersOffWorkerThread)
+        self.init(route, endpoints: route.endpoints + [endpoint], offWorkerThread: route.answersOffWorkerThread)
     }
 
     /// The route, answered off libmicrohttpd's worker thread (`answersOffWorkerThread`).
     func offWorkerThread() -> Route {
-        Route(self, offWorkerThread: true)
+        Route(self, endpoints: endpoints, offWorkerThread: true)
     }
 
     /// Whether the OpenAPI document describes the route (every route but the explorer's pages).

@@ -15,7 +15,6 @@ STEPS = [
     ("      the file's lease from the registry and its release", r"DatabaseRegistryC(5lease|7acquire|7release)"),
     ("      the read on the pool (DatabasePool.read), SQLite's work included", r"DatabasePoolC8readBody|0B4PoolC8readBody"),
     ("the completion callback (handleCompletion): the access-log line, the request's state freed", r"HTTPTransport16handleCompletion"),
-    ("the request-target callback (handleTarget)", r"HTTPTransport12handleTarget"),
     ("libmicrohttpd's zeroing of the connection's pool (memset)", r"^__memset"),
 ]
 COUNTING = re.compile(r"^(swift_retain|swift_release|swift_bridgeObjectRetain|swift_bridgeObjectRelease|swift_retain_n|"

@@ -182,10 +182,7 @@ public struct Call: Sendable {
     package var resolved: ResolvedMethod?
 
     public init(module: String, method: String, arguments: Value = .null, table: String? = nil) {
-        self.module = module
-        self.method = method
-        self.arguments = arguments
-        self.table = table
+        self.init(module: module, method: method, arguments: arguments, table: table, resolved: nil)
     }
 
     /// A call whose method is already resolved, made whole (set afterwards, a call held in a `var` is copied).

@@ -1,4 +1,5 @@
 import DAOValue
+import Synchronization
 
 /// A loaded DAO module: one XML file, the reference's `daoWithPath:` config.
 public final class Module: Sendable {
@@ -59,6 +60,11 @@ public final class Module: Sendable {
     /// module's `crypt` properties are written with (the reference's
     /// `setEncryptMethod`, a cipher per DAO); nil: the keyring's current key.
     public let keyID: String?
+    /// This module object's number, unique in the process and never 0: it stands for the module, its one
+    /// version and its own table where the engine records which tables are ready (a reload makes new objects,
+    /// with new numbers).
+    package let serial = Module.serials.add(1, ordering: .relaxed).newValue
+    private static let serials = Atomic<UInt64>(0)
 
     init(name: String, file: String, line: Int, tableName: String?, isTemplate: Bool, version: Version, resetOnUpgrade: Bool, upgradeMinVersion: Version?, initializer: String?, userDependent: Bool, adminOnly: Bool = false, adminOnlyMethods: Set<String> = [], scanAllowed: Bool = false, scanAllowedMethods: Set<String> = [], storage: String?, database: String?, globals: [String], usesUserID: Bool = false, methods: [Method], maps: [String: ResultMap], upgrades: [Upgrade], encryptedProperties: [String: Set<String>], methodIndex: [String: Int], keyID: String? = nil) {
         self.name = name

@@ -31,10 +31,19 @@ public final class OpenDatabase: Sendable {
     func isReady(_ table: String) -> Bool { readiness.readyTables.withLock { $0.contains(table) } }
     func markReady(_ table: String) { _ = readiness.readyTables.withLock { $0.insert(table) } }
 
-    /// Whether a module's table was brought to `version` here: after a reload
-    /// changes a module's version, its tables are ready for that version no more.
-    func isReady(module: String, table: String, version: Version) -> Bool {
-        readiness.readyModuleTables.withLock { $0[TableReadiness.ModuleTable(module: module, table: table)] == version }
+    /// Whether a module's table was brought to the module's version here: after a reload changes a module's
+    /// version, its tables are ready for that version no more. Every call asks: a module's own table (not one
+    /// a caller named) that was found ready is remembered by the module object's number (`Module.serial`),
+    /// read without a lock or a hash of the names.
+    func isReady(_ module: Module, _ table: TableChoice) -> Bool {
+        let own = !table.chosenByCaller
+        if own, readiness.remembers(module.serial) { return true }
+        return readiness.readyModuleTables.withLock { tables in
+            guard tables[TableReadiness.ModuleTable(module: module.name, table: table.name)] == module.version else { return false }
+            // Under the lock a drop takes to forget it (`forget`), so a table dropped meanwhile is not remembered.
+            if own { readiness.remember(module.serial) }
+            return true
+        }
     }
 
     /// Records a module's table as brought to `version`, unless a table was
@@ -57,6 +66,7 @@ public final class OpenDatabase: Sendable {
         _ = readiness.owners.withLock { $0.removeValue(forKey: table.lowercased()) }
         readiness.readyModuleTables.withLock { tables in
             tables.removeValue(forKey: TableReadiness.ModuleTable(module: module, table: table))
+            readiness.forgetRemembered()
             readiness.drops.add(1, ordering: .sequentiallyConsistent)
         }
     }
@@ -79,6 +89,39 @@ final class TableReadiness: Sendable {
     /// How many times a module's table was forgotten (dropped): a read that
     /// fails after this moved may have raced the drop, and is tried again.
     let drops = Atomic<Int>(0)
+    /// The numbers (`Module.serial`) of modules whose own table was found ready in `readyModuleTables`: a
+    /// direct-mapped set of four slots, a number in the slot its low bits choose (0: none). Filled and emptied
+    /// under `readyModuleTables`'s lock; read without it.
+    private let remembered0 = Atomic<UInt64>(0), remembered1 = Atomic<UInt64>(0)
+    private let remembered2 = Atomic<UInt64>(0), remembered3 = Atomic<UInt64>(0)
+
+    func remembers(_ serial: UInt64) -> Bool {
+        let slot: UInt64 = switch serial & 3 {
+        case 0: remembered0.load(ordering: .acquiring)
+        case 1: remembered1.load(ordering: .acquiring)
+        case 2: remembered2.load(ordering: .acquiring)
+        default: remembered3.load(ordering: .acquiring)
+        }
+        return slot == serial
+    }
+
+    /// Under `readyModuleTables`'s lock.
+    func remember(_ serial: UInt64) {
+        switch serial & 3 {
+        case 0: remembered0.store(serial, ordering: .releasing)
+        case 1: remembered1.store(serial, ordering: .releasing)
+        case 2: remembered2.store(serial, ordering: .releasing)
+        default: remembered3.store(serial, ordering: .releasing)
+        }
+    }
+
+    /// Under `readyModuleTables`'s lock: a table was dropped.
+    func forgetRemembered() {
+        remembered0.store(0, ordering: .releasing)
+        remembered1.store(0, ordering: .releasing)
+        remembered2.store(0, ordering: .releasing)
+        remembered3.store(0, ordering: .releasing)
+    }
 
     /// A module's table is ready per module (a caller-named table is checked
     /// to be the module's own before it is) and without regard to ASCII case,

@@ -52,7 +52,7 @@ extension Engine {
     /// table and module version (a reload may change it); concurrent first
     /// calls wait on the writer.
     func prepareTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase) throws(EngineError) {
-        if database.isReady(module: module.name, table: table.name, version: module.version) { return }
+        if database.isReady(module, table) { return }
         var readied = Readied()
         defer { publish(readied, in: database) }
         try withWriter(database, allOrNothing: true) { db throws(EngineError) in
@@ -82,7 +82,7 @@ extension Engine {
     /// events and readiness go into `readied`, to `publish` once the writer is released.
     func readyTable(_ module: Module, _ table: TableChoice, in database: OpenDatabase,
                     on db: Database, into readied: inout Readied) throws(EngineError) {
-        if database.isReady(module: module.name, table: table.name, version: module.version) { return }
+        if database.isReady(module, table) { return }
         try migrateTableVersions(in: database, on: db)
         readied.tableVersionsMigrated = true
         try claim(table, for: module, in: database.location, on: db)

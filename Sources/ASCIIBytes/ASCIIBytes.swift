@@ -78,3 +78,57 @@ public func withUTF8Bytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8
     var copy = text
     return try copy.withUTF8(body)
 }
+
+// MARK: Eight bytes at a time
+
+// A scan of a caller's bytes reads them a word of eight at a time, asks whether any byte of the word is one to
+// stop at (a few operations, exact for the word as a whole), and looks at the word's bytes one by one only if
+// so. A caller's bytes are mostly plain, so a header value, a path or a logged value costs a few operations
+// per eight bytes instead of a comparison or two per byte.
+
+/// Whether a byte of `word` is below `limit`, which is at most 0x80: subtracting `limit` from such a byte borrows
+/// into its high bit, which the byte itself lacks (a borrow may flag a higher byte too; the answer for the word
+/// is exact).
+@inlinable @inline(__always)
+public func wordHasByte(below limit: UInt8, _ word: UInt64) -> Bool {
+    (word &- UInt64(limit) &* 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
+}
+
+/// Whether a byte of `word` is `byte`: a zero byte of `word ^ byte…`, found as a byte below 1.
+@inlinable @inline(__always)
+public func wordHasByte(_ byte: UInt8, _ word: UInt64) -> Bool {
+    wordHasByte(below: 1, word ^ UInt64(byte) &* 0x0101_0101_0101_0101)
+}
+
+/// Whether a byte of `word` is 0x80 or above (not ASCII).
+@inlinable @inline(__always)
+public func wordHasNonASCIIByte(_ word: UInt64) -> Bool {
+    word & 0x8080_8080_8080_8080 != 0
+}
+
+/// The index of the first byte of `bytes` for which `isStop` holds, nil when there is none, reading a word at a
+/// time: `wordMayStop` says whether a word holds a byte that may be one (it must say so of every word that
+/// does), and only such a word's bytes are asked of `isStop`.
+@inlinable @inline(__always)
+public func firstIndex(in bytes: UnsafeRawBufferPointer, wordMayStop: (UInt64) -> Bool,
+                       where isStop: (UInt8) -> Bool) -> Int? {
+    let count = bytes.count
+    var index = 0
+    while index + 8 <= count {
+        if wordMayStop(UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))) {
+            for offset in index..<index + 8 where isStop(bytes[offset]) { return offset }
+        }
+        index += 8
+    }
+    while index < count {
+        if isStop(bytes[index]) { return index }
+        index += 1
+    }
+    return nil
+}
+
+/// The index of the first control character (`isASCIIControl`: C0 or DEL) in `bytes`, nil when there is none.
+@inlinable
+public func firstASCIIControl(in bytes: UnsafeRawBufferPointer) -> Int? {
+    firstIndex(in: bytes, wordMayStop: { wordHasByte(below: 0x20, $0) || wordHasByte(0x7F, $0) }, where: isASCIIControl)
+}

@@ -94,11 +94,18 @@ public func writeJSONString(_ string: String, to buffer: inout [UInt8]) {
     withUTF8Bytes(of: string) { utf8 in
         var runStart = 0
         var index = 0
-        while index < utf8.count {
+        // The bytes written as they are are skipped a word at a time: a stop is a control character, `"`, `\`,
+        // or the first byte of U+2028 and U+2029 (0xE2, which other characters start with too).
+        while let offset = firstIndex(
+            in: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[index...]),
+            wordMayStop: { wordHasByte(below: 0x20, $0) || wordHasByte(0x22, $0) || wordHasByte(0x5C, $0) || wordHasByte(0xE2, $0) },
+            where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0xE2 }
+        ) {
+            index += offset
             let byte = utf8[index]
             let isSeparator = byte == 0xE2 && index + 2 < utf8.count && utf8[index + 1] == 0x80
                 && utf8[index + 2] & 0xFE == 0xA8
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && !isSeparator {
+            if byte == 0xE2 && !isSeparator {
                 index += 1
                 continue
             }
@@ -121,7 +128,7 @@ public func writeJSONString(_ string: String, to buffer: inout [UInt8]) {
             index += isSeparator ? 3 : 1
             runStart = index
         }
-        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
     }
     buffer.append(UInt8(ascii: "\""))
 }

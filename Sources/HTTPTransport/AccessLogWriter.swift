@@ -342,7 +342,7 @@ struct AccessLogLine {
     private mutating func appendEscaped(_ value: String) {
         // Most values have nothing to escape: one copy of their bytes.
         let plain = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            for byte in bytes where isASCIIControl(byte) { return false }
+            guard firstASCIIControl(in: UnsafeRawBufferPointer(bytes)) == nil else { return false }
             self.bytes.append(UnsafeRawBufferPointer(bytes))
             return true
         }

@@ -76,21 +76,14 @@ struct RequestTarget {
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         count = bytes.count
-        var holdsControl = false
-        for byte in bytes where isASCIIControl(byte) {
-            holdsControl = true
-            break
-        }
-        self.holdsControl = holdsControl
-        let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
-        hasQuery = end < bytes.endIndex
+        let raw = UnsafeRawBufferPointer(bytes)
+        holdsControl = firstASCIIControl(in: raw) != nil
+        let end = firstIndex(in: raw, wordMayStop: { wordHasByte(UInt8(ascii: "?"), $0) }, where: { $0 == UInt8(ascii: "?") })
+            ?? bytes.count
+        hasQuery = end < bytes.count
         let path = UnsafeBufferPointer(rebasing: bytes[..<end])
-        // Nearly every path is ASCII, which is UTF-8 as it is: one plain loop instead of the generic validation.
-        var ascii = true
-        for byte in path where byte >= 0x80 {
-            ascii = false
-            break
-        }
+        // Nearly every path is ASCII, which is UTF-8 as it is: no generic validation.
+        let ascii = firstIndex(in: UnsafeRawBufferPointer(path), wordMayStop: wordHasNonASCIIByte, where: { $0 >= 0x80 }) == nil
         self.path = ascii ? String(decoding: path, as: UTF8.self) : String(validating: path, as: UTF8.self)
     }
 }
@@ -117,7 +110,8 @@ struct HeaderFacts {
         if offense == nil {
             if name.isEmpty || !name.allSatisfy(isTokenCharacter) {
                 offense = .name
-            } else if value.contains(where: { isASCIIControl($0) && $0 != 0x09 }) {
+            } else if let control = firstASCIIControl(in: value),
+                      value[control...].contains(where: { isASCIIControl($0) && $0 != 0x09 }) {  // a tab is allowed
                 offense = .controlInValue(index)
             }
         }

@@ -14,8 +14,9 @@ extension Gateway {
             // A literal `null` too: the description says object, and no body already means no arguments.
             throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
-        let call = Call(module: module, method: method, arguments: arguments, table: nonEmpty(try header(routeCall, .table)),
-                        resolved: routeCall.parameters.resolved)
+        // The arguments moved into the call, not copied (a copy of a `Value`, and its destroy, switch over its cases).
+        let call = Call(module: module, method: method, arguments: consume arguments,
+                        table: nonEmpty(try header(routeCall, .table)), resolved: routeCall.parameters.resolved)
         let context = try context(routeCall)
         try authorizeAccess(module: module, method: method, routeCall)
         do {

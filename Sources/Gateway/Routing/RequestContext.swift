@@ -1,4 +1,5 @@
 import ASCIIBytes
+import DAOEngine
 import HTTPTransport
 import Sharding
 
@@ -15,6 +16,14 @@ final class RequestContext: @unchecked Sendable {
     var headers: GatewayHeaders?
 
     init() {}
+
+    /// The caller's user and storage, for the engine; the caller derived (`Gateway.deriveCaller`).
+    var callContext: CallContext {
+        // The user bound, not `caller?.user?.rawValue`: an optional `UserID` is copied through its type's
+        // metadata, a `UserID` as the string it holds.
+        guard let user = caller?.user else { return CallContext(user: nil, storage: caller?.storage) }
+        return CallContext(user: user.rawValue, storage: caller?.storage)
+    }
 }
 
 /// What a shard admitted for one request: whether it has been checked, and the bucket of an admitted request,

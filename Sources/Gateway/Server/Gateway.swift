@@ -123,10 +123,12 @@ public struct Gateway: HTTPResponder {
         // An answer worked out off the worker thread is counted and logged with what it answers, once it is (the
         // closure only then: made for every request, it would cost each an allocation).
         guard response.offWorkerThread == nil else { return response.changed { [self] in finished($0, request, context) } }
-        return finished(response, request, context)
+        return finished(consume response, request, context)
     }
 
-    private func finished(_ response: HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
+    /// The response is taken, not lent: returned as it is, a lent one would be copied (a retain and release of each
+    /// of its parts).
+    private func finished(_ response: consuming HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         metrics.count(status: response.status)
         return withLogMetadata(response, request, context)
     }
@@ -146,7 +148,7 @@ public struct Gateway: HTTPResponder {
     }
 
     /// Adds what the access log may show of the caller: a digest of the user, never the id.
-    private func withLogMetadata(_ response: HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
+    private func withLogMetadata(_ response: consuming HTTPResponse, _ request: HTTPRequest, _ context: RequestContext) -> HTTPResponse {
         guard configuration.accessLog, let user = loggedUser(request, context) else { return response }
         var response = response
         response.logMetadata.append(("user", userDigests.digest(user)))
@@ -261,7 +263,14 @@ public struct Gateway: HTTPResponder {
     /// sent, must be valid (even where a route would not use it), as the description says. Derived once per
     /// request, and kept in its context.
     func caller(_ call: RouteCall) throws(Problem) -> Caller {
-        if let known = call.context.caller { return known }
+        try deriveCaller(call)
+        return call.context.caller!
+    }
+
+    /// Derives the caller into the request's context, unless it is there already (`caller(_:)`, without a copy
+    /// of it to return).
+    func deriveCaller(_ call: RouteCall) throws(Problem) {
+        if call.context.caller != nil { return }
         let request = call.request
         var userHeader = try header(request, .user, call.context)
         if let sent = userHeader { userHeader = try Self.decodedUserHeader(sent) }
@@ -282,7 +291,6 @@ public struct Gateway: HTTPResponder {
         }
         caller.storage = storage
         call.context.caller = caller
-        return caller
     }
 
     /// The value of a header the gateway reads; every one takes a single value,
@@ -322,11 +330,9 @@ public struct Gateway: HTTPResponder {
 
     /// The caller's user and storage, for the engine.
     func context(_ call: RouteCall) throws(Problem) -> CallContext {
-        let caller = try caller(call)
-        // The user bound, not `caller.user?.rawValue`: an optional `UserID` is copied through its type's
-        // metadata (twice a call), a `UserID` as the string it holds.
-        guard let user = caller.user else { return CallContext(user: nil, storage: caller.storage) }
-        return CallContext(user: user.rawValue, storage: caller.storage)
+        try deriveCaller(call)
+        // The caller's two fields read where the context keeps it: no copy of the whole caller.
+        return call.context.callContext
     }
 
     func nonEmpty(_ text: String?) -> String? {

@@ -79,6 +79,27 @@ public func withUTF8Bytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8
     return try copy.withUTF8(body)
 }
 
+/// FNV-1a, 64 bits: a hash of a name's or a path's bytes that costs a multiplication per byte, for keys the
+/// server makes itself (`FixedStringTable`, `DatabaseRegistry.ModuleTable`). Not seeded: a table whose keys a
+/// caller chooses hashes them with Swift's `Hasher`, or feeds it this word.
+public enum FNV1a {
+    public static let offsetBasis: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    /// `hash` with one more byte folded in.
+    @inlinable @inline(__always)
+    public static func fold(_ byte: UInt8, into hash: inout UInt64) {
+        hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+    }
+
+    /// The hash of `bytes`.
+    @inlinable
+    public static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash = offsetBasis
+        for byte in bytes { fold(byte, into: &hash) }
+        return hash
+    }
+}
+
 // MARK: Eight bytes at a time
 
 // A scan of a caller's bytes reads them a word of eight at a time, asks whether any byte of the word is one to

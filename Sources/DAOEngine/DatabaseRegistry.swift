@@ -138,9 +138,9 @@ final class TableReadiness: Sendable {
         init(module: String, table: String) {
             self.module = module
             self.table = table
-            var folded: UInt64 = 0xcbf2_9ce4_8422_2325
+            var folded = FNV1a.offsetBasis
             Self.fold(module, into: &folded, lowercasing: false)
-            folded = (folded ^ 0xff) &* 0x100_0000_01b3  // between the names: ("ab", "c") is not ("a", "bc")
+            FNV1a.fold(0xff, into: &folded)  // between the names: ("ab", "c") is not ("a", "bc")
             Self.fold(table, into: &folded, lowercasing: true)
             self.folded = folded
         }
@@ -150,8 +150,7 @@ final class TableReadiness: Sendable {
         private static func fold(_ name: String, into folded: inout UInt64, lowercasing: Bool) {
             withUTF8Bytes(of: name) { bytes in
                 for byte in bytes {
-                    let byte = lowercasing && byte >= 65 && byte <= 90 ? byte + 32 : byte
-                    folded = (folded ^ UInt64(byte)) &* 0x100_0000_01b3
+                    FNV1a.fold(lowercasing && byte >= 65 && byte <= 90 ? byte + 32 : byte, into: &folded)
                 }
             }
         }

@@ -17,7 +17,7 @@ public final class ModuleSet: Sendable {
     /// percent-encoding), with what the router reads from it: a call to one of them is routed with one lookup of
     /// its path, not split and decoded segment by segment (`Gateway.match`). Any other spelling of the same
     /// path (`%44emo`) goes through the router, which decodes it to the same parameters.
-    let callPaths: [String: RouteParameters]
+    let callPaths: FixedStringTable<RouteParameters>
 
     /// The set of `engine`'s modules, described once.
     init(engine: Engine, authentication: Authentication) throws {
@@ -30,7 +30,7 @@ public final class ModuleSet: Sendable {
                 callPaths[path] = RouteParameters(module: module, method: method)
             }
         }
-        self.callPaths = callPaths
+        self.callPaths = FixedStringTable(callPaths)
         self.openAPIDocument = try OpenAPIDescription.json(OpenAPIDescription.document(
             modules: Array(engine.modules.values), descriptions: engine.descriptions, version: daogateVersion,
             jwt: { if case .jwt = authentication { true } else { false } }()))

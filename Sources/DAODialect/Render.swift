@@ -122,6 +122,11 @@ extension SQLStatement {
     public func render(frame: inout Frame, table: String?, method: String) throws(RenderError) -> Rendering {
         switch template.form {
         case .fixed(let sql, let references, let encrypted):
+            // A statement that binds each of the frame's slots once, in order, binds the frame's array itself:
+            // the arguments' array, as the call's JSON made it, is the bindings' (no array made per call).
+            if bindsEverySlotInOrder(references, frame) {
+                return .run(RenderedStatement(sql: sql, bindings: frame.locals, encrypted: encrypted, resumable: resumable, line: line))
+            }
             var bindings: [Value] = []
             bindings.reserveCapacity(references.count)
             for reference in references {
@@ -138,6 +143,18 @@ extension SQLStatement {
                                           resumable: resumable, line: line, inlinesValues: context.inlined, dependsOnCall: true))
         }
     }
+}
+
+/// Whether `references` are `#{a}`, `#{b}`, … for the frame's slots in order, each once, read as they are (no
+/// member, no `or ""`): then the frame's slots are the statement's bindings.
+@inline(__always)
+private func bindsEverySlotInOrder(_ references: [BindReference], _ frame: Frame) -> Bool {
+    guard references.count == frame.locals.count else { return false }
+    for index in references.indices {
+        guard case .local(index) = references[index].path.slot, references[index].path.members.isEmpty,
+              !references[index].orEmpty else { return false }
+    }
+    return true
 }
 
 @inline(__always)

@@ -278,3 +278,35 @@ import Testing
         #expect(rendered.sources.map(\.description) == ["groups[].ids[]", "groups[].ids[]", "limit"])
     }
 }
+
+/// A fixed statement (no dynamic tag) binds the frame's slots themselves when it names each once, in order; any
+/// other shape of its `#{}` resolves each binding. Both give the bindings the `#{}` name.
+@Suite struct FixedStatementBindingTests {
+    let fixture = Fixture()
+
+    func bindings(_ sql: String, arguments names: String, _ call: String) throws -> [Value] {
+        let loaded = try fixture.load(module("<select id=\"m\" arguments=\"\(names)\">\(sql)</select>"))
+        let statements = try loaded.render("m", call)
+        try #require(statements.count == 1)
+        return statements[0].bindings
+    }
+
+    @Test func theSlotsInOrderAreTheBindings() throws {
+        #expect(try bindings("select * from t where a = #{a} and b = #{b}", arguments: "a, b", #"[1, "x"]"#)
+            == [.integer(1), .string("x")])
+        #expect(try bindings("select * from t where a = #{a} and b = #{b}", arguments: "a, b", #"{"b": "x"}"#)
+            == [.null, .string("x")])
+        #expect(try bindings("select * from t where a = #{a}", arguments: "a", "[null]") == [.null])
+    }
+
+    @Test func anyOtherShapeResolvesEachBinding() throws {
+        #expect(try bindings("select * from t where b = #{b} and a = #{a}", arguments: "a, b", #"[1, "x"]"#)
+            == [.string("x"), .integer(1)])
+        #expect(try bindings("select * from t where a = #{a} or a = #{a}", arguments: "a", "[7]")
+            == [.integer(7), .integer(7)])
+        #expect(try bindings("select * from t where a = #{a}", arguments: "a, b", #"[1, 2]"#) == [.integer(1)])
+        #expect(try bindings("select * from t where a = #{a or \"\"}", arguments: "a", "[null]") == [.string("")])
+        #expect(try bindings("select * from t where a = #{a.x}", arguments: "a", #"[{"x": 3}]"#) == [.integer(3)])
+        #expect(try bindings("select * from t", arguments: "", "null") == [])
+    }
+}

@@ -33,5 +33,11 @@ for line in open(path):
         calls[target.split()[0]] += int(line[6:].split()[0])
 
 retains = calls["swift_retain"] + calls["swift_retain_n"]
+# Where the reads ran: a file's reads go to the writer until two overlap and a reader opens, and a read on the
+# writer is a transaction of its own (some 1,500 instructions more a PK select), so two runs of one build can
+# differ by where their reads went.
+on_writer = sum(count for function, count in calls.items() if re.search(r"PoolC12readOnWriter\w*KF$", function))
+on_reader = sum(count for function, count in calls.items() if re.search(r"PoolC7checkIn\w*F$", function))
 releases = calls["swift_release"] + calls["swift_release_n"]
 print(f"reference counting per request: {retains / requests:.1f} retains, {releases / requests:.1f} releases")
+print(f"reads per request: {on_reader / requests:.2f} on a reader, {on_writer / requests:.2f} on the writer")

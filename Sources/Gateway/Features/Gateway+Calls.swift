@@ -14,13 +14,14 @@ extension Gateway {
             // A literal `null` too: the description says object, and no body already means no arguments.
             throw Problem(.invalidBody, "the arguments must be a JSON object (by name) or array (by position), not \(arguments.kindPhrase); send no body for no arguments")
         }
-        // The arguments moved into the call, not copied (a copy of a `Value`, and its destroy, switch over its cases).
-        let call = Call(module: module, method: method, arguments: consume arguments,
-                        table: nonEmpty(try header(routeCall, .table)), resolved: routeCall.parameters.resolved)
+        let table = nonEmpty(try header(routeCall, .table))
         let context = try context(routeCall)
         try authorizeAccess(module: module, method: method, routeCall)
         do {
-            let result = try engine.call(call, context: context)
+            // The call made where it is passed, its arguments moved in: a call held in a `let` was copied and both
+            // destroyed (a copy of a `Value`, and its destroy, switch over its cases).
+            let result = try engine.call(Call(module: module, method: method, arguments: consume arguments, table: table,
+                                              resolved: routeCall.parameters.resolved), context: context)
             var body: [UInt8] = []
             body.reserveCapacity(128)
             Self.write(result, to: &body, routeCall.encoding)

@@ -59,6 +59,20 @@ func asciiCaseInsensitiveEqualsOfSameLength(_ a: String, _ b: String) -> Bool {
     withUTF8Bytes(of: a) { left in withUTF8Bytes(of: b) { right in sameBytesIgnoringASCIICase(left, right) } }
 }
 
+/// `asciiCaseInsensitiveEquals` of raw bytes (a header field's name where libmicrohttpd holds it) and a literal.
+@inlinable
+public func asciiCaseInsensitiveEquals(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    return bytesEqualIgnoringASCIICase(bytes, literal)
+}
+
+/// `asciiCaseInsensitiveEquals(_:_:)` of bytes once the lengths are equal.
+@usableFromInline
+func bytesEqualIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
+    sameBytesIgnoringASCIICase(bytes.assumingMemoryBound(to: UInt8.self),
+                               UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+}
+
 @inline(__always)
 private func sameBytesIgnoringASCIICase(_ left: UnsafeBufferPointer<UInt8>, _ right: UnsafeBufferPointer<UInt8>) -> Bool {
     for index in 0..<left.count where left[index] != right[index] {

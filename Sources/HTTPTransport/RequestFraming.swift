@@ -115,25 +115,21 @@ struct HeaderFacts {
                 offense = .controlInValue(index)
             }
         }
-        if equalsIgnoringASCIICase(name, "Host") {
-            hosts += 1
-        } else if equalsIgnoringASCIICase(name, "Content-Length") {
-            lengths += 1
-            if firstLength == nil { firstLength = index }
-        } else if equalsIgnoringASCIICase(name, "Transfer-Encoding") {
-            encodings += 1
+        // Told apart by length first, as the gateway tells its own fields (`GatewayHeaders`): most names end there.
+        switch name.count {
+        case 4:
+            if asciiCaseInsensitiveEquals(name, "Host") { hosts += 1 }
+        case 14:
+            if asciiCaseInsensitiveEquals(name, "Content-Length") {
+                lengths += 1
+                if firstLength == nil { firstLength = index }
+            }
+        case 17:
+            if asciiCaseInsensitiveEquals(name, "Transfer-Encoding") { encodings += 1 }
+        default:
+            break
         }
     }
-}
-
-/// Whether raw bytes are `literal` (ASCII) when letters are compared without case.
-private func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer, _ literal: StaticString) -> Bool {
-    guard bytes.count == literal.utf8CodeUnitCount else { return false }
-    let expected = literal.utf8Start
-    for index in 0..<bytes.count where bytes[index] | 0x20 != expected[index] | 0x20 || !isASCIILetter(expected[index]) && bytes[index] != expected[index] {
-        return false
-    }
-    return true
 }
 
 /// `tchar` of RFC 9110 §5.6.2: what a field name is made of.

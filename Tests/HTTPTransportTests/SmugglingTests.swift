@@ -28,6 +28,10 @@ struct SmugglingTests {
         ("tab before colon", "Content-Length\t: 0\r\n", smuggled, 400),
         ("CL with a CR", "Content-Length: 0\rX: y\r\n", smuggled, 400),
         ("two Hosts", "Host: y\r\nContent-Length: 0\r\n", smuggled, 400),
+        // Field names are compared without case (`HeaderFacts`): each of these is one of the shapes above.
+        ("two Hosts, names cased apart", "hOST: y\r\nContent-Length: 0\r\n", smuggled, 400),
+        ("CL.CL, names cased apart", "Content-Length: 0\r\ncONTENT-lENGTH: \(smuggled.utf8.count)\r\n", smuggled, 400),
+        ("CL.TE, names cased apart", "content-length: 5\r\nTRANSFER-ENCODING: chunked\r\n", "0\r\n\r\n" + smuggled, 400),
     ]
 
     @Test(arguments: shapes.indices)

@@ -12,7 +12,8 @@ import Testing
         for index in 0..<1_000 {
             let key = "/dao/Module\(index % 37)/method\(index)"
             #expect(table[key + "/"] == nil)
-            #expect(table[String(key.dropLast())] == nil || entries[String(key.dropLast())] != nil)
+            let shorter = String(key.dropLast())  // another key ("method12" of "method123") or none
+            #expect(table[shorter] == entries[shorter])
             #expect(table[key.uppercased()] == nil)
         }
         #expect(table[""] == nil)
@@ -26,7 +27,7 @@ import Testing
         var candidate = 0
         while colliding.count < 8 {
             let key = "k\(candidate)"
-            if withUTF8Bytes(key, FixedStringTable<Int>.hash) & (size - 1) == 3 { colliding.append(key) }
+            if utf8Bytes(of: key, FixedStringTable<Int>.hash) & (size - 1) == 3 { colliding.append(key) }
             candidate += 1
         }
         let table = FixedStringTable(Dictionary(uniqueKeysWithValues: colliding.enumerated().map { ($1, $0) }))
@@ -53,7 +54,7 @@ import Testing
     }
 }
 
-private func withUTF8Bytes<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+private func utf8Bytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
     var copy = text
     return copy.withUTF8(body)
 }

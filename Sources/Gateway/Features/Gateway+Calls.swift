@@ -18,8 +18,7 @@ extension Gateway {
         let context = try context(routeCall)
         try authorizeAccess(module: module, method: method, routeCall)
         do {
-            // The call made where it is passed, its arguments moved in: a call held in a `let` was copied and both
-            // destroyed (a copy of a `Value`, and its destroy, switch over its cases).
+            // The arguments moved into the call, not copied (a copy of a `Value`, and its destroy, switch over its cases).
             let result = try engine.call(Call(module: module, method: method, arguments: consume arguments, table: table,
                                               resolved: routeCall.parameters.resolved), context: context)
             var body: [UInt8] = []

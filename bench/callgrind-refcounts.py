@@ -1,6 +1,7 @@
 """Calls to Swift's reference counting per request in a callgrind profile: `swift_retain` and `swift_release`
 (and their `_n` forms), each an atomic operation on an object's count, however they were reached (the
-`bridgeObject` forms and value witnesses end in them). Used by bench/callgrind.
+`bridgeObject` forms and value witnesses end in them); and where the requests' reads ran, on a reader or on the
+file's writer. Used by bench/callgrind.
 
     python3 bench/callgrind-refcounts.py PROFILE REQUESTS
 """

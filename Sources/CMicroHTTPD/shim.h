@@ -8,6 +8,10 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/abstract.h>
 
+/// glibc's `sched_getaffinity`, which its headers declare only under `_GNU_SOURCE` (not so for Swift's Glibc
+/// module): the affinity mask of thread `pid` (0: the caller) into `mask`, `size` bytes. 0, or -1 with `errno`.
+extern int daogate_sched_getaffinity(pid_t pid, size_t size, void *mask) __asm__("sched_getaffinity");
+
 /// The callback libmicrohttpd calls with a request's target (path and query)
 /// as the client sent it, before it cuts the query off and decodes the path;
 /// what it returns becomes the request's `con_cls`.

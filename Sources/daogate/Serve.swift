@@ -28,7 +28,7 @@ struct Serve: ParsableCommand {
     @Option(help: "The port (DAOGATE_PORT; default 8080; 0 for any free port).")
     var port: UInt16?
 
-    @Option(help: "Worker threads (DAOGATE_THREADS; default: twice the number of cores).")
+    @Option(help: "Worker threads (DAOGATE_THREADS; default: twice the processors the server may use: its affinity mask and CPU quota, as a container sets them).")
     var threads: Int?
 
     @Option(help: "A file holding the 256-bit key of encrypted properties, whose id is 'default' (DAOGATE_KEY_FILE; or the key itself in DAOGATE_KEY). The one-key form of --key-dir.")

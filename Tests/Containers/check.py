@@ -245,6 +245,14 @@ def single(work, env):
     figures["run to first answer"] = f"{time.time() - started:.2f} s (docker run line to /healthz 200, polled every 20 ms)"
     print("first answer after", figures["run to first answer"], flush=True)
 
+    # The default thread count: twice the processors the container may use (its cpuset and CPU quota).
+    said = re.search(r"worker threads: (\d+) \(processors this process may use: (\d+)\)",
+                     subprocess.run(PODMAN + ["logs", "daogate"], capture_output=True, text=True).stdout)
+    inside = podman("exec", "daogate", "nproc")
+    check(said and int(said.group(1)) == 2 * int(said.group(2)) and int(said.group(2)) <= int(inside),
+          f"the container's log says {said and said.group(0)!r}, nproc {inside}")
+    print(f"{said.group(0)}; nproc in the container {inside}", flush=True)
+
     output = block("try", work, env)
     check('"status"' in output or "ok" in output, f"/healthz said {output!r}")
     check("lastInsertRowId" in output, f"the DAO call did not insert: {output!r}")

@@ -28,8 +28,10 @@ final class LiveServer: @unchecked Sendable {
     /// on that folder's data and key (a restart).
     /// With `trustedCertificate`, curl trusts that certificate (an HTTPS server's).
     /// With `directory`, the server runs there (relative paths, `modules` included, are read from it).
+    /// With `launcher`, that command runs the server (`["/usr/bin/taskset", "-c", "0"]`: confined to processor 0);
+    /// it must exec it, so that the process is the server's.
     init(arguments: [String] = [], environment: [String: String] = [:], modules: String = "modules", folder: URL? = nil,
-         trustedCertificate: String? = nil, directory: URL? = nil) throws {
+         trustedCertificate: String? = nil, directory: URL? = nil, launcher: [String] = []) throws {
         self.trustedCertificate = trustedCertificate
         self.folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("daogate-live-\(UUID().uuidString)")
         let key = self.folder.appendingPathComponent("daogate.key")
@@ -42,6 +44,10 @@ final class LiveServer: @unchecked Sendable {
         // A test's own key (--key-dir, --key-file) replaces the folder's.
         let keyArguments = arguments.contains("--key-dir") || arguments.contains("--key-file") ? [] : ["--key-file", key.path]
         process.arguments = ["serve", "--modules", modules, "--data", data.path, "--port", "0"] + keyArguments + arguments
+        if let command = launcher.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = launcher.dropFirst() + [Self.binary] + (process.arguments ?? [])
+        }
         var variables = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("DAOGATE_") }
         variables.merge(environment) { $1 }
         process.environment = variables

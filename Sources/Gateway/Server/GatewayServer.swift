@@ -275,6 +275,7 @@ public final class GatewayServer: Sendable {
         let configuration = self.configuration
         let engine = configuration.engine
         logger.info("serving \(moduleCount) modules from \(configuration.modules), data in \(configuration.data)", source: Self.logSource)
+        logger.info("worker threads: \(configuration.http.threads) (processors this process may use: \(AvailableProcessors.count))", source: Self.logSource)
         logger.info("open database files held to \(engine.maximumOpenDescriptors) descriptors and \(engine.maximumOpenBytes) bytes; users' files: \(engine.userJournal.rawValue) journal", source: Self.logSource)
         // Litestream replicates WAL only: a rollback journal's commits never reach the replica.
         let litestreamMarker = configuration.data + "/" + Self.litestreamMarker

@@ -7,10 +7,9 @@ import CMicroHTTPD
 /// (`--cpuset-cpus`), and no more than its cgroup's CPU quota allows (`--cpus`, cgroup v2's `cpu.max`), rounded
 /// up; at least 1. The processors online when neither can be read.
 ///
-/// The default thread count is twice this. Counted from the machine instead, a server confined to one of this
-/// machine's two processors ran four workers on it, each preempted while holding a lock (a database pool's) that
-/// the others then spun for: 25.5 µs of CPU per PK select against 14.7 with two (`bench/run confined`,
-/// docs/performance.md).
+/// The default thread count is twice this: twice the machine's processors is too many for a server confined to
+/// some of them, whose workers, preempted while holding a lock (a database pool's), leave the others spinning
+/// for it (`bench/run confined`, docs/performance.md's "Worker threads").
 public enum AvailableProcessors {
     public static var count: Int {
         let online = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))

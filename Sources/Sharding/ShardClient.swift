@@ -112,12 +112,28 @@ public struct ShardClient: Sendable {
         return output
     }
 
+    /// How long a name that does not resolve is asked again before the request fails. A container network's
+    /// name server answers for a container only while it runs, and podman's (aardvark-dns) leaves queries
+    /// unanswered for moments while containers join or leave the network, so that the resolver falls through to
+    /// the host's, which knows no such name: a move or an import would fail on a shard that is there. No longer
+    /// than the request's `timeout`.
+    public static let resolutionPatience = Duration.seconds(5)
+
     private static func connect(host: String, port: UInt16, timeout: Int) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
-            throw ShardClientError("cannot resolve \(host)")
+        let deadline = ContinuousClock.now + min(resolutionPatience, .seconds(timeout))
+        var pause = Duration.milliseconds(100)
+        var status = getaddrinfo(host, String(port), &hints, &list)
+        // Not found, not now, or the name server failed: asked again. A bad flag or family would not change.
+        while status == EAI_NONAME || status == EAI_AGAIN || status == EAI_FAIL, ContinuousClock.now + pause < deadline {
+            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
+            pause = min(pause * 2, .seconds(1))
+            status = getaddrinfo(host, String(port), &hints, &list)
+        }
+        guard status == 0, let first = list else {
+            throw ShardClientError("cannot resolve \(host): \(String(cString: gai_strerror(status)))")
         }
         defer { freeaddrinfo(list) }
         var entry: UnsafeMutablePointer<addrinfo>? = first

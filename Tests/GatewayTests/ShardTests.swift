@@ -388,6 +388,25 @@ import Testing
         #expect(ContinuousClock.now - asked < .seconds(5))
     }
 
+    /// A shard's name that does not resolve is asked again for `ShardClient.resolutionPatience`, bounded by the
+    /// request's timeout (a container network's name server leaves queries unanswered for moments), and the
+    /// failure then says what the resolver said. A name in `.invalid` never resolves (RFC 6761).
+    @Test func aShardNameThatDoesNotResolveIsAskedAgainThenRefusedSayingWhy() throws {
+        var client = ShardClient(address: "daogate-no-such-shard.invalid:8080", token: nil)
+        client.timeout = 1
+        let asked = ContinuousClock.now
+        #expect {
+            _ = try client.status()
+        } throws: { error in
+            let said = "cannot resolve daogate-no-such-shard.invalid: "
+            return "\(error)".hasPrefix(said) && "\(error)".count > said.count  // the resolver's words follow
+        }
+        let waited = ContinuousClock.now - asked
+        // Asked again after 0.1, 0.2 and 0.4 s; the next pause would pass the 1 s timeout.
+        #expect(waited >= .milliseconds(700), "\(waited)")
+        #expect(waited < .seconds(5), "\(waited)")
+    }
+
     /// On a shard whose users' files are WAL (those Litestream replicates), a file made again at a removed path
     /// just after the archive removed it — as Litestream's set-up of a database it had just found does, by
     /// opening its path — is removed too, while the archive looks (`Gateway.recreationWindow`): no empty file

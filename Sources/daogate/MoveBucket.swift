@@ -55,6 +55,13 @@ struct MoveBucket: ParsableCommand {
         let token = try adminToken()
         let started = ContinuousClock.now
         var progress = TerminalProgress(command: "move-bucket")
+        // Each step's line ends with the seconds since the start: a slow step (a shard's name slow to resolve,
+        // a large bucket) shows where.
+        func seconds() -> Double {
+            let elapsed = ContinuousClock.now - started
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        }
+        func at() -> String { String(format: " (%.2f s)", seconds()) }
         var map = try readMap()
         guard (0..<map.buckets).contains(bucket) else {
             throw RunFailure("the shard map \(shardMap) has buckets 0 to \(map.buckets - 1), not \(bucket)")
@@ -103,7 +110,7 @@ struct MoveBucket: ParsableCommand {
             summary["files"] = .integer(Int64(files))
             summary["bytes"] = bytes
             progress.line("[1/4] shard \(to) imported bucket \(bucket) from shard \(source): \(files) database\(files == 1 ? "" : "s"), "
-                + TerminalProgress.bytes(bytes.integerValue ?? 0))
+                + TerminalProgress.bytes(bytes.integerValue ?? 0) + at())
             // 2. The commit: only if nobody changed the map meanwhile.
             guard (try? readMap()) == map else { throw rolledBack("the shard map changed during the move") }
             map.owners[bucket] = to
@@ -113,7 +120,7 @@ struct MoveBucket: ParsableCommand {
             } catch {
                 throw rolledBack(error.description)
             }
-            progress.line("[2/4] committed: the shard map gives bucket \(bucket) to shard \(to) (epoch \(map.epoch))")
+            progress.line("[2/4] committed: the shard map gives bucket \(bucket) to shard \(to) (epoch \(map.epoch))" + at())
         } else {
             progress.line("[2/4] the shard map already gives bucket \(bucket) to shard \(to) (epoch \(map.epoch)): finishing the move")
         }
@@ -134,9 +141,9 @@ struct MoveBucket: ParsableCommand {
             } catch {
                 throw completeLater("HAProxy's map was not updated: \(error)")
             }
-            progress.line("[3/4] shard \(to) serves bucket \(bucket), and HAProxy routes it there")
+            progress.line("[3/4] shard \(to) serves bucket \(bucket), and HAProxy routes it there" + at())
         } else {
-            progress.line("[3/4] shard \(to) serves bucket \(bucket)")
+            progress.line("[3/4] shard \(to) serves bucket \(bucket)" + at())
         }
         var pending: [String] = []
         let others = map.shards.sorted(by: { $0.key < $1.key }).filter { $0.key != to }
@@ -147,18 +154,17 @@ struct MoveBucket: ParsableCommand {
                 let status = try shard.reloadMap()
                 if status[member: "frozen"]?.arrayValue?.contains(.integer(Int64(bucket))) == true {
                     try shard.archive(bucket: bucket)
-                    progress.line("[4/4] shard \(name) archived its copy of bucket \(bucket)")
+                    progress.line("[4/4] shard \(name) archived its copy of bucket \(bucket)" + at())
                 }
             } catch {
                 printToStandardError("daogate move-bucket: shard \(name): \(error); bucket \(bucket) is committed to shard \(to): run the same command again once it answers")
                 pending.append(name)
             }
         }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let total = seconds()
         progress.line("[4/4] \(others.count - pending.count) of \(others.count) other shards read the map; "
-            + (pending.isEmpty ? "done" : "pending: \(pending.joined(separator: ", "))") + " in \((seconds * 100).rounded() / 100) s")
-        summary["seconds"] = .double(seconds)
+            + (pending.isEmpty ? "done" : "pending: \(pending.joined(separator: ", "))") + " in \((total * 100).rounded() / 100) s")
+        summary["seconds"] = .double(total)
         summary["pending"] = .array(pending.map { .string($0) })
         var object = OrderedObject()
         for key in summary.keys.sorted() { object[key] = summary[key] }

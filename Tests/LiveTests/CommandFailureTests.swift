@@ -292,9 +292,12 @@ import Testing
         let count = moved[member: "files"]?.integerValue ?? -1
         #expect(text.contains("move-bucket: [1/4] shard b imports bucket 2 from shard a"), "\(text)")
         #expect(text.contains("move-bucket: [1/4] shard b imported bucket 2 from shard a: \(count) database\(count == 1 ? "" : "s"), "), "\(text)")
-        #expect(text.contains("move-bucket: [2/4] committed: the shard map gives bucket 2 to shard b (epoch 3)\r\n"), "\(text)")
-        #expect(text.contains("move-bucket: [3/4] shard b serves bucket 2\r\n"), "\(text)")
-        #expect(text.contains("move-bucket: [4/4] shard a archived its copy of bucket 2\r\n"), "\(text)")
+        // Each step's line ends with the seconds since the start.
+        for line in ["[2/4] committed: the shard map gives bucket 2 to shard b (epoch 3)", "[3/4] shard b serves bucket 2",
+                     "[4/4] shard a archived its copy of bucket 2"] {
+            let pattern = NSRegularExpression.escapedPattern(for: "move-bucket: " + line) + #" \(\d+\.\d\d s\)\r\n"#
+            #expect(text.range(of: pattern, options: .regularExpression) != nil, "\(text)")
+        }
         #expect(text.contains("move-bucket: [4/4] 1 of 1 other shards read the map; done in "), "\(text)")
         _ = (a, b)
     }

@@ -63,7 +63,7 @@ def run(command, work, env, check_status=True, timeout=900, quiet=False):
     return done
 
 
-def block(name, work, env):
+def block(name, work, env, show=False):
     script = blocks().get(name)
     if script is None:
         fail(f"docs/deployment.md has no block marked run: {name}")
@@ -71,6 +71,8 @@ def block(name, work, env):
     started = time.time()
     done = run("set -euo pipefail\n" + script, work, env)
     print(f"  ({time.time() - started:.1f} s)", flush=True)
+    if show:  # what the command said, kept in the log (podman-compose run does not pass on its exit code)
+        print("".join("  | " + line + "\n" for line in (done.stdout + done.stderr).splitlines()), end="", flush=True)
     return done.stdout
 
 
@@ -152,7 +154,8 @@ class Writes:
             else:
                 path, body, method = f"/kv/user/load/k{sequence}", {"value": sequence}, "PUT"
             status, answer, _ = request("127.0.0.1", self.port, method, path, body, headers, connection)
-            code = answer.get("code") if isinstance(answer, dict) else None
+            # The problem's code; with no answer (0), why there was none.
+            code = answer.get("code") if isinstance(answer, dict) else answer[:80] if status == 0 else None
             with self.lock:
                 self.statuses[(status, code)] = self.statuses.get((status, code), 0) + 1
                 if status == 200 and method == "PUT":
@@ -399,7 +402,7 @@ def compose(work, env):
     writes = Writes(40090, secret, users, threads=8, messages=True).start()
     while len({user for user, _ in list(writes.acknowledged)}) < len(users) and writes.threads[0].is_alive():
         time.sleep(0.2)
-    block("compose-move", work, env)
+    moved_output = block("compose-move", work, env, show=True)
     time.sleep(3)
     writes.finish()
     bad = {k: v for k, v in writes.statuses.items() if k[0] != 200 and not (k[0] == 503 and k[1] in ("bucket_moving", "shard_unavailable"))}

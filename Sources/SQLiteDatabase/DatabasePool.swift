@@ -10,10 +10,11 @@ import Synchronization
 /// in parallel, each on its own read-only connection and WAL snapshot, and
 /// never wait for writes. The pool is for files: `":memory:"` has no WAL.
 ///
-/// A reader keeps its read transaction open between reads, as long as no
-/// write has committed since it began and for at most `maximumSnapshotAge`:
-/// a read then costs no file locking (two `fcntl` calls under SQLite's
-/// process-wide lock, which parallel readers would otherwise contend for).
+/// A reader, and in WAL the writer between its reads, keeps its read
+/// transaction open between reads, as long as no write has committed since it
+/// began and for at most `maximumSnapshotAge`: a read then costs no file
+/// locking (two `fcntl` calls under SQLite's process-wide lock, which parallel
+/// readers would otherwise contend for).
 /// Every write ends the snapshots of idle readers and makes busy ones take a
 /// fresh snapshot next time, so a read always sees every write this pool
 /// committed before it began, and no idle reader holds back checkpoints.
@@ -165,6 +166,8 @@ public final class DatabasePool: @unchecked Sendable {
             writerThread.store(thread, ordering: .releasing)
             writerInUse.store(true, ordering: .relaxed)
             defer { writerInUse.store(false, ordering: .relaxed) }
+            // The read transaction kept from the writer's last read ends: the body begins its own.
+            if writer.snapshot != nil { writer.endSnapshot() }
             if let share {
                 share.cap.whileWriting(share.member) { allowance in
                     do {
@@ -233,19 +236,38 @@ public final class DatabasePool: @unchecked Sendable {
             reader = try checkOutReader()
         }
         defer { checkIn(reader) }
-        let generation = writeGeneration.load(ordering: .acquiring)
-        if let snapshot = reader.snapshot, snapshot.generation != generation || coarseMilliseconds() &- snapshot.began > Self.maximumSnapshotMilliseconds {
-            reader.endSnapshot()
-        }
-        if reader.snapshot == nil { reader.beginSnapshot(generation: generation) }
+        keepSnapshot(reader)
         try body(reader.database)
+    }
+
+    /// Before a read on a connection that keeps its read transaction between reads (a reader, or the writer
+    /// in WAL): the one it keeps, if no write has committed since it began and it is younger than
+    /// `maximumSnapshotAge`, else a new one.
+    private func keepSnapshot(_ connection: PooledConnection) {
+        let generation = writeGeneration.load(ordering: .acquiring)
+        if let snapshot = connection.snapshot, snapshot.generation != generation || coarseMilliseconds() &- snapshot.began > Self.maximumSnapshotMilliseconds {
+            connection.endSnapshot()
+        }
+        if connection.snapshot == nil { connection.beginSnapshot(generation: generation) }
+    }
+
+    /// After a read on such a connection: its statements rewound; its read transaction ended if the body
+    /// ended it, closed the connection, or a write committed meanwhile.
+    private func afterSnapshotRead(_ connection: PooledConnection) {
+        connection.database.rewindStatements()
+        if connection.snapshot != nil
+            && (connection.database.isClosed || !connection.database.isInTransaction
+                || connection.snapshot?.generation != writeGeneration.load(ordering: .acquiring)) {
+            connection.endSnapshot()
+        }
     }
 
     /// Runs a read on the writer when no one holds it, so that a file read
     /// by one call at a time needs one connection (its descriptors, its page
-    /// cache), not two: readers open only once reads overlap. The writer
-    /// sees every committed write, and a write body holds it to its end, so
-    /// such a read never sees half a transaction. `Database.isQueryOnly` makes it
+    /// cache), not two: readers open only once reads overlap. Such a read
+    /// sees every write this pool committed before it began (a write ends the
+    /// writer's kept snapshot before its body), and a write body holds the
+    /// writer to its end, so it never sees half a transaction. `Database.isQueryOnly` makes it
     /// as read-only as a reader (`SQLITE_READONLY`). false when the writer is
     /// closed, or busy and `waiting` is false: the read then goes to a reader.
     private func readOnWriter(waiting: Bool, _ body: (Database) throws -> Void) throws -> Bool {
@@ -258,7 +280,15 @@ public final class DatabasePool: @unchecked Sendable {
             defer { writerInUse.store(false, ordering: .relaxed) }
             let database = connection.database
             database.isQueryOnly = true
+            // In WAL the writer keeps its read transaction from read to read, as a reader does, until a write
+            // (its own, which ends it first, or one counted since) or its age ends it: a file read one call at a
+            // time is then read without a transaction begun and ended each time (the WAL index's read lock, the
+            // file's shared lock: two `fcntl`). A rollback journal's shared lock would hold back other
+            // processes' writes for as long: there each read is its own transaction.
+            let keeping = configuration.journal == .wal
+            if keeping { keepSnapshot(connection) }
             do { try body(database) } catch { failure = error }
+            if keeping { afterSnapshotRead(connection) }
             if database.isClosed {
                 // The body closed it (as a reader's may be): the writer is opened again.
                 connection.close(counting: pageCacheBytes)
@@ -271,7 +301,7 @@ public final class DatabasePool: @unchecked Sendable {
                 return
             }
             database.isQueryOnly = false
-            database.endUse()
+            if !keeping { database.endUse() }
             connection.measureCache(into: pageCacheBytes)
         }
         if waiting {
@@ -321,12 +351,7 @@ public final class DatabasePool: @unchecked Sendable {
     }
 
     private func checkIn(_ reader: PooledConnection) {
-        reader.database.rewindStatements()
-        if reader.snapshot != nil
-            && (reader.database.isClosed || !reader.database.isInTransaction
-                || reader.snapshot?.generation != writeGeneration.load(ordering: .acquiring)) {
-            reader.endSnapshot()
-        }
+        afterSnapshotRead(reader)
         let usable = !reader.database.isClosed
         reader.measureCache(into: pageCacheBytes)
         let keep = readers.withLock { state in
@@ -356,6 +381,7 @@ public final class DatabasePool: @unchecked Sendable {
             for _ in 0..<configuration.maximumReaders { readerPermits.wait() }
             for _ in 0..<configuration.maximumReaders { readerPermits.signal() }
             writer.withLock { writer in
+                writer?.endSnapshot()
                 writer?.database.close()
                 writer = nil
             }

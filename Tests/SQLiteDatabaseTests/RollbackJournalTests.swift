@@ -36,6 +36,24 @@ import Testing
         #expect(descriptorsInFolder() == 0)
     }
 
+    /// A read keeps no transaction open after it: a rollback journal's shared lock would hold back other
+    /// processes' writes (in WAL the writer keeps its snapshot from read to read instead).
+    @Test func aReadEndsItsTransaction() throws {
+        let pool = try DatabasePool(path: folder.file(), configuration: rollback)
+        try pool.write { try $0.execute("create table t (v integer)") }
+        for _ in 0..<2 {
+            try pool.read { db in
+                _ = try db.scalar("select count(*) from t")
+                #expect(!db.isInTransaction)
+            }
+        }
+        let other = try Database(path: folder.file(), readOnly: false, configuration: rollback)
+        try other.execute("insert into t values (1)")  // no shared lock of the pool's in the way
+        other.close()
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 1)
+        pool.close()
+    }
+
     /// One file on disk per database: the `-journal` lives only while a write
     /// runs, and a file an older daogate left with an empty one (in `TRUNCATE`
     /// mode) loses it at its next write.

@@ -111,6 +111,35 @@ import Testing
         #expect(pool.openConnectionCount == 2)
     }
 
+    /// In WAL a read on the writer keeps its read transaction for the next read, as a reader does: a file read
+    /// one call at a time begins and ends no transaction on each (the file's shared lock and the WAL index's
+    /// read lock, two `fcntl`). A write ends it before its body, and the next read sees the write; a body's own
+    /// deferred transaction nests in it as a savepoint; another connection's write is seen once the snapshot is
+    /// `maximumSnapshotAge` (100 ms) old.
+    @Test func aReadOnTheWriterKeepsItsSnapshotUntilAWrite() throws {
+        let pool = try makePool()
+        for _ in 0..<3 {
+            try pool.read { db in
+                #expect(!db.isReadOnly)  // the writer
+                #expect(db.isInTransaction)
+            }
+        }
+        #expect(pool.openConnectionCount == 1)
+        try pool.write { db in
+            #expect(!db.isInTransaction)
+            try db.execute("insert into t values (1)")
+        }
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 1)
+        #expect(try pool.read { db in try db.inTransaction(.deferred) { try db.scalar("select count(*) from t") } } == 1)
+        try pool.read { db in #expect(db.isInTransaction) }
+        let other = try folder.database()
+        try other.execute("insert into t values (2)")
+        other.close()
+        Thread.sleep(forTimeInterval: 0.15)
+        #expect(try pool.read { try $0.scalar("select count(*) from t") } == 2)
+        #expect(pool.openConnectionCount == 1)
+    }
+
     @Test func readsSeeCommittedWritesOnly() throws {
         let pool = try makePool()
         try pool.write { db in

@@ -124,12 +124,13 @@ public struct ShardClient: Sendable {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
         let deadline = ContinuousClock.now + min(resolutionPatience, .seconds(timeout))
-        var pause = Duration.milliseconds(100)
+        var pauseMilliseconds = 100
         var status = getaddrinfo(host, String(port), &hints, &list)
         // Not found, not now, or the name server failed: asked again. A bad flag or family would not change.
-        while status == EAI_NONAME || status == EAI_AGAIN || status == EAI_FAIL, ContinuousClock.now + pause < deadline {
-            Thread.sleep(forTimeInterval: Double(pause.components.attoseconds) / 1e18 + Double(pause.components.seconds))
-            pause = min(pause * 2, .seconds(1))
+        while status == EAI_NONAME || status == EAI_AGAIN || status == EAI_FAIL,
+              ContinuousClock.now + .milliseconds(pauseMilliseconds) < deadline {
+            Thread.sleep(forTimeInterval: Double(pauseMilliseconds) / 1000)
+            pauseMilliseconds = min(pauseMilliseconds * 2, 1000)
             status = getaddrinfo(host, String(port), &hints, &list)
         }
         guard status == 0, let first = list else {

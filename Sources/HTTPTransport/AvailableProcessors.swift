@@ -4,8 +4,8 @@ import Glibc
 import CMicroHTTPD
 
 /// The processors this process may run on, as a container or `taskset` leaves them: those of its affinity mask
-/// (`--cpuset-cpus`), and no more than its cgroup's CPU quota allows (`--cpus`, cgroup v2's `cpu.max`), rounded
-/// up; at least 1. The processors online when neither can be read.
+/// (`--cpuset-cpus`), and no more than its cgroup's CPU quota allows (`--cpus`: cgroup v1's `cpu.cfs_quota_us`,
+/// v2's `cpu.max`), rounded up; at least 1. The processors online when neither can be read.
 ///
 /// The default thread count is twice this: twice the machine's processors is too many for a server confined to
 /// some of them, whose workers, preempted while holding a lock (a database pool's), leave the others spinning
@@ -84,12 +84,18 @@ public enum AvailableProcessors {
         return max(1, (quota + period - 1) / period)
     }
 
+    /// A file of `/proc` or `/sys` whole (they report no size, so it is read to its end).
     private static func readSmallFile(_ path: String) -> String? {
         guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }
+        var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = fread(&buffer, 1, buffer.count, file)
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            bytes += buffer[..<count]
+            if count < buffer.count { break }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

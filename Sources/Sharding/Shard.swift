@@ -141,6 +141,8 @@ public final class Shard: Sendable {
         DispatchQueue.concurrentPerform(iterations: peers.count) { index in
             var client = ShardClient(address: peers[index].value, token: token)
             client.timeout = timeout
+            // A peer whose name does not resolve is down for this check: the start is not held up asking again.
+            client.resolutionPatience = .zero
             // Only the shard the map names there counts (an address given to another deployment's shard does not).
             if let status = try? client.status(), status[member: "shard"]?.stringValue == peers[index].key,
                case .integer(let epoch)? = status[member: "epoch"] {

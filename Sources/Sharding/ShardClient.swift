@@ -51,7 +51,7 @@ public struct ShardClient: Sendable {
             throw ShardClientError("\(address) is not host:port")
         }
         let host = String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        let socket = try Self.connect(host: host, port: port, timeout: timeout)
+        let socket = try Self.connect(host: host, port: port, timeout: timeout, patience: resolutionPatience)
         defer { close(socket) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nConnection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
@@ -112,18 +112,19 @@ public struct ShardClient: Sendable {
         return output
     }
 
-    /// How long a name that does not resolve is asked again before the request fails. A container network's
+    /// How long a name that does not resolve is asked again before the request fails; nil: until the request's
+    /// `timeout`, zero: once (the epoch checks, for which a peer not found is a peer down). A container network's
     /// name server answers for a container only while it runs, and podman's (aardvark-dns) leaves queries
     /// unanswered for moments while containers join or leave the network, so that the resolver falls through to
-    /// the host's, which knows no such name: a move or an import would fail on a shard that is there. No longer
-    /// than the request's `timeout`.
-    public static let resolutionPatience = Duration.seconds(5)
+    /// the host's, which knows no such name, for more than 5 s at a time here: a move or an import would fail on a shard
+    /// that is there. Never longer than the request's `timeout`.
+    public var resolutionPatience: Duration?
 
-    private static func connect(host: String, port: UInt16, timeout: Int) throws -> Int32 {
+    private static func connect(host: String, port: UInt16, timeout: Int, patience: Duration?) throws -> Int32 {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
-        let deadline = ContinuousClock.now + min(resolutionPatience, .seconds(timeout))
+        let deadline = ContinuousClock.now + min(patience ?? .seconds(timeout), .seconds(timeout))
         var pauseMilliseconds = 100
         var status = getaddrinfo(host, String(port), &hints, &list)
         // Not found, not now, or the name server failed: asked again. A bad flag or family would not change.

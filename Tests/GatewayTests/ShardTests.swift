@@ -388,9 +388,9 @@ import Testing
         #expect(ContinuousClock.now - asked < .seconds(5))
     }
 
-    /// A shard's name that does not resolve is asked again for `ShardClient.resolutionPatience`, bounded by the
-    /// request's timeout (a container network's name server leaves queries unanswered for moments), and the
-    /// failure then says what the resolver said. A name in `.invalid` never resolves (RFC 6761).
+    /// A shard's name that does not resolve is asked again until the request's timeout
+    /// (`ShardClient.resolutionPatience`; a container network's name server leaves queries unanswered for
+    /// moments), and the failure then says what the resolver said. A name in `.invalid` never resolves (RFC 6761).
     @Test func aShardNameThatDoesNotResolveIsAskedAgainThenRefusedSayingWhy() throws {
         var client = ShardClient(address: "daogate-no-such-shard.invalid:8080", token: nil)
         client.timeout = 1
@@ -405,6 +405,11 @@ import Testing
         // Asked again after 0.1, 0.2 and 0.4 s; the next pause would pass the 1 s timeout.
         #expect(waited >= .milliseconds(700), "\(waited)")
         #expect(waited < .seconds(5), "\(waited)")
+        // With no patience (the epoch checks'), asked once: refused before the first pause would have ended.
+        client.resolutionPatience = .zero
+        let once = ContinuousClock.now
+        #expect(throws: ShardClientError.self) { _ = try client.status() }
+        #expect(ContinuousClock.now - once < .milliseconds(700))
     }
 
     /// On a shard whose users' files are WAL (those Litestream replicates), a file made again at a removed path

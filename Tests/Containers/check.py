@@ -383,8 +383,18 @@ def compose(work, env):
             continue
         policy = podman("inspect", name, "--format", "{{.HostConfig.RestartPolicy.Name}}")
         check(policy == "unless-stopped", f"compose: {service}'s restart policy is {policy!r}")
-        healthy = subprocess.run(PODMAN + ["healthcheck", "run", name], capture_output=True, text=True)
-        check(healthy.returncode == 0, f"compose: {service}'s health check fails: {healthy.stdout}{healthy.stderr}")
+        # `up -d` returns as the containers start: each passes its health check within a minute.
+        started = time.time()
+        while True:
+            healthy = subprocess.run(PODMAN + ["healthcheck", "run", name], capture_output=True, text=True)
+            if healthy.returncode == 0 or time.time() - started > 60:
+                break
+            time.sleep(0.5)
+        if not check(healthy.returncode == 0, f"compose: {service}'s health check fails: {healthy.stdout}{healthy.stderr}"):
+            logs = subprocess.run(PODMAN + ["logs", "--tail", "40", name], capture_output=True, text=True)
+            print(f"compose: {service}'s last log lines:\n{logs.stdout}{logs.stderr}", flush=True)
+        elif time.time() - started > 1:
+            print(f"compose: {service} healthy after {time.time() - started:.1f} s", flush=True)
     print("compose: HAProxy, the three shards and the S3 store run, restart unless-stopped, their health checks pass", flush=True)
     # Each shard is Litestream supervising daogate, both as the daogate user, users' files in WAL.
     for service in ("shard-a", "shard-b", "common"):
@@ -402,7 +412,7 @@ def compose(work, env):
     writes = Writes(40090, secret, users, threads=8, messages=True).start()
     while len({user for user, _ in list(writes.acknowledged)}) < len(users) and writes.threads[0].is_alive():
         time.sleep(0.2)
-    moved_output = block("compose-move", work, env, show=True)
+    block("compose-move", work, env, show=True)
     time.sleep(3)
     writes.finish()
     bad = {k: v for k, v in writes.statuses.items() if k[0] != 200 and not (k[0] == 503 and k[1] in ("bucket_moving", "shard_unavailable"))}

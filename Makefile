@@ -43,10 +43,12 @@ release: deps
 # Litestream and rclone from PyPI into .venv), the documentation site (Tests/Docs/run: mkdocs
 # build --strict, mkdocs from PyPI into .venv), and the API explorer in a real
 # browser (Tests/Browser/run: chromium and chromium-driver from Debian,
-# Selenium from PyPI into .venv).
+# Selenium from PyPI into .venv); and the benchmarks' interval for a median
+# (bench/median_interval.py) against its reference table.
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	python3 bench/median_interval.py
 	Tests/Clients/run
 	Tests/Shards/run
 	Tests/Replication/run

@@ -30,7 +30,7 @@ def describe(values, unit="", digits=2):
     """'median M (P % interval [L, H], n rounds)' for a summary line."""
     middle, low, high, coverage = median_interval(values)
     return (f"median {middle:.{digits}f}{unit} ({100 * coverage:.1f} % interval [{low:.{digits}f}, {high:.{digits}f}]"
-            f"{unit}, {len(values)} rounds)")
+            f"{unit}, {len(values)} round{'' if len(values) == 1 else 's'})")
 
 
 if __name__ == "__main__":

@@ -26,11 +26,11 @@ def median_interval(values, alpha=0.05):
     return median(ordered), ordered[k - 1], ordered[n - k], 1 - tails(k)
 
 
-def describe(values, unit="", digits=2):
-    """'median M (P % interval [L, H], n rounds)' for a summary line."""
+def describe(values, unit="", digits=2, what="round"):
+    """'median M (P % interval [L, H], n rounds)' for a summary line; `what` names the values (a round, a pair)."""
     middle, low, high, coverage = median_interval(values)
     return (f"median {middle:.{digits}f}{unit} ({100 * coverage:.1f} % interval [{low:.{digits}f}, {high:.{digits}f}]"
-            f"{unit}, {len(values)} round{'' if len(values) == 1 else 's'})")
+            f"{unit}, {len(values)} {what}{'' if len(values) == 1 else 's'})")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,8 @@ public struct HTTPServerConfiguration: Sendable {
 
     /// The default thread count: twice the processors this process may use (`AvailableProcessors`). A worker
     /// waiting on a commit's `fsync`, or preempted by another process on the machine, holds its connections; a
-    /// second one per processor serves others meanwhile. Measured on 2 cores (wrk on the same machine, 5
-    /// interleaved rounds of 5 s, medians): with 4 threads against 2, PK select 1.15× (every round), 50 users' rollback-journal writes 1.19×, their reads
-    /// 1.17×; with 8 against 4, writes 1.21× but reads 0.83× and PK select 0.80×.
+    /// second one per processor serves others meanwhile. What 4 threads against 2, and 8 against 4, do on 2
+    /// cores: docs/performance.md, "Worker threads".
     @usableFromInline
     static var defaultThreads: Int {
         2 * AvailableProcessors.count

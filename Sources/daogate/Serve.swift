@@ -178,7 +178,10 @@ struct Serve: ParsableCommand {
             handler.logLevel = settings.logLevel
             return handler
         }
-        let server = GatewayServer(configuration: settings.serverConfiguration, logger: Logger(label: "daogate"))
+        let logger = Logger(label: "daogate")
+        let allocator = MemoryAllocator.startUpLine()
+        logger.log(level: allocator.warning ? .warning : .info, "memory allocator: \(allocator.text)")
+        let server = GatewayServer(configuration: settings.serverConfiguration, logger: logger)
         try orStop { try server.run() }
     }
 }

@@ -7,7 +7,7 @@
 #   make bench   release build and the benchmarks (bench/run)
 
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libre2-dev libjemalloc-dev pkg-config
+APT_PACKAGES := libsqlite3-dev libxml2-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libre2-dev pkg-config
 TEST_APT_PACKAGES = haproxy
 
 .PHONY: deps test-deps apt-install build release test serve bench docs clean

@@ -31,9 +31,6 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
-        // The server's memory allocator: linked into the executable alone, its `malloc` and `free` serve every
-        // allocation of the process (docs/performance.md, "The memory allocator").
-        .systemLibrary(name: "CJemalloc", pkgConfig: "jemalloc", providers: [.apt(["libjemalloc-dev"])]),
         // RE2 is C++: its C face is a header and one small C++ file instead of a
         // module map, so that no Swift module needs C++ interoperability.
         .target(name: "CRE2", linkerSettings: [.linkedLibrary("re2")]),
@@ -116,7 +113,6 @@ let package = Package(
         .executableTarget(
             name: "daogate",
             dependencies: [
-                "CJemalloc",
                 "DAODialect",
                 "DAOEngine",
                 "DAOKeyValue",

@@ -178,10 +178,7 @@ struct Serve: ParsableCommand {
             handler.logLevel = settings.logLevel
             return handler
         }
-        let logger = Logger(label: "daogate")
-        let allocator = MemoryAllocator.startUpLine()
-        logger.log(level: allocator.warning ? .warning : .info, "memory allocator: \(allocator.text)")
-        let server = GatewayServer(configuration: settings.serverConfiguration, logger: logger)
+        let server = GatewayServer(configuration: settings.serverConfiguration, logger: Logger(label: "daogate"))
         try orStop { try server.run() }
     }
 }

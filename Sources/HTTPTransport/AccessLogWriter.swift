@@ -161,8 +161,7 @@ public final class AccessLogWriter: Sendable {
 
     fileprivate func flushEveryInterval() {
         while !stopped.load(ordering: .relaxed) {
-            let (seconds, attoseconds) = interval.components
-            var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+            var pause = timespec(interval)
             nanosleep(&pause, nil)  // a signal cutting it short only flushes sooner
             flush()
         }

@@ -120,10 +120,9 @@ final class ConnectionWatchdog: Sendable {
     }
 
     private func run() {
-        let (seconds, attoseconds) = tick.components
         while running.load(ordering: .sequentiallyConsistent) {
             sweep()
-            var pause = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+            var pause = timespec(tick)
             nanosleep(&pause, nil)
         }
     }

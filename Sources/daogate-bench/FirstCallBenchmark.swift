@@ -60,7 +60,7 @@ struct FirstCallBenchmark {
         let start = ContinuousClock.now
         for user in 0..<count { try body(user) }
         let elapsed = ContinuousClock.now - start
-        return (Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(count)
+        return elapsed.seconds * 1e6 / Double(count)
     }
 }
 

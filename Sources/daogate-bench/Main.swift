@@ -49,9 +49,7 @@ func measure(rounds: Int = 7, iterations: Int, _ body: () throws -> Void) rethro
     for _ in 0..<rounds {
         let start = ContinuousClock.now
         for _ in 0..<iterations { try body() }
-        let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        rates.append(Double(iterations) / seconds)
+        rates.append(Double(iterations) / (ContinuousClock.now - start).seconds)
     }
     return median(rates)
 }

@@ -83,8 +83,7 @@ struct Backup: ParsableCommand {
         for relative in keys {
             try files.copyItem(atPath: root + "/" + relative, toPath: destination + "/" + relative)
         }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).seconds
         progress.line("\(databases.count) of \(databases.count) databases, \(TerminalProgress.bytes(bytes)), "
             + "in \((seconds * 100).rounded() / 100) s: \(destination)")
         print(#"{"databases":\#(databases.count),"bytes":\#(bytes),"seconds":\#(seconds)}"#)

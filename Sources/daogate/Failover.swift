@@ -149,8 +149,7 @@ struct Failover: ParsableCommand {
         if common {
             printToStandardError("daogate failover: the common space moved to shard \(to): HAProxy routes it by its configuration; write it again with daogate haproxy-config and reload HAProxy")
         }
-        let elapsed = ContinuousClock.now - started
-        summary["seconds"] = .double(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        summary["seconds"] = .double((ContinuousClock.now - started).seconds)
         summary["pending"] = .array(pending.map { .string($0) })
         var object = OrderedObject()
         for key in summary.keys.sorted() { object[key] = summary[key] }

@@ -58,8 +58,7 @@ struct MoveBucket: ParsableCommand {
         // Each step's line ends with the seconds since the start: a slow step (a shard's name slow to resolve,
         // a large bucket) shows where.
         func seconds() -> Double {
-            let elapsed = ContinuousClock.now - started
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            (ContinuousClock.now - started).seconds
         }
         func at() -> String { String(format: " (%.2f s)", seconds()) }
         var map = try readMap()

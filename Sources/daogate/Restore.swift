@@ -161,8 +161,7 @@ struct Restore: ParsableCommand {
             }
         }
         progress = shown
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).seconds
         guard outcome.failures.isEmpty else {
             throw RunFailure("\(outcome.failures.count) of \(chosen.count) databases were not restored: \(outcome.failures.prefix(3).joined(separator: "; "))")
         }

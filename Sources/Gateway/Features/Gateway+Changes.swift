@@ -223,7 +223,7 @@ final class ChangeStreams: Sendable {
     private func startKeeper() {
         guard !keeping.exchange(true, ordering: .sequentiallyConsistent) else { return }
         let interval = limits.heartbeat
-        let heartbeat = max(0.05, Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
+        let heartbeat = max(0.05, interval.seconds)
         Thread.detachNewThread { [weak self] in
             var nextBeat = Date().timeIntervalSince1970 + heartbeat
             while true {

@@ -219,7 +219,7 @@ public final class PurgeSweep: Sendable {
             var work = SweepReport()
             let visitStarted = ContinuousClock.now
             visit(location, gateway, &work)
-            let took = (ContinuousClock.now - visitStarted).components
+            let took = (ContinuousClock.now - visitStarted).seconds
             log.add(work)
             report.files += work.files
             report.kvEntries += work.kvEntries
@@ -227,16 +227,14 @@ public final class PurgeSweep: Sendable {
             report.vacuums += work.vacuums
             report.bytesReturned += work.bytesReturned
             report.errors += work.errors
-            let seconds = Double(took.seconds) + Double(took.attoseconds) / 1e18
             // A stop wakes it (and the loop in `start` then sees `stopping`).
-            if wake.wait(timeout: .now() + max(Self.pauseBetweenFiles, seconds * Self.pausePerVisit)) == .success { break }
+            if wake.wait(timeout: .now() + max(Self.pauseBetweenFiles, took * Self.pausePerVisit)) == .success { break }
         }
         var memory = SweepReport()
         memory.memoryEntries = gateway.memoryCaches.purgeExpired(now: gateway.clock.now()).entries
         log.add(memory)
         report.memoryEntries = memory.memoryEntries
-        let elapsed = (ContinuousClock.now - started).components
-        report.seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        report.seconds = (ContinuousClock.now - started).seconds
         log.record(report)
         if report.kvEntries + report.diskEntries + report.vacuums + report.errors > 0 {
             logger?.info("purge sweep: \(report.files) files, \(report.kvEntries) kv and \(report.diskEntries) disk-cache entries removed, \(report.vacuums) vacuumed (\(report.bytesReturned) bytes back), \(report.errors) errors")

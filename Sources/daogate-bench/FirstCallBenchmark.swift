@@ -59,8 +59,7 @@ struct FirstCallBenchmark {
     private func microseconds(_ count: Int, _ body: (Int) throws -> Void) rethrows -> Double {
         let start = ContinuousClock.now
         for user in 0..<count { try body(user) }
-        let elapsed = ContinuousClock.now - start
-        return elapsed.seconds * 1e6 / Double(count)
+        return (ContinuousClock.now - start).seconds * 1e6 / Double(count)
     }
 }
 

@@ -236,7 +236,7 @@ extension Engine {
         guard let name = module.initializer, let initializer = module.method(named: name) else { return false }
         let target = Target(module: module, method: initializer, location: location,
                             table: TableChoice(name: table, chosenByCaller: false))
-        let runs = try render(Call(module: module.name, method: name, table: table), target, nil)
+        let runs = try render(.null, target, nil)
         for run in runs { _ = try execute(run, target.origin, on: db) }
         return true
     }

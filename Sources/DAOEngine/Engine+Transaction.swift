@@ -22,7 +22,7 @@ extension Engine {
                     throw EngineError(.invalidArguments, "module \(target.module.name) uses another database (\(target.location)) than module \(first.module.name) (\(first.location)); a transaction runs in one database")
                 }
                 targets.append(target)
-                renders.append(try ResultReference.check(call.arguments, call: index) ? nil : try render(call, target, context))
+                renders.append(try ResultReference.check(call.arguments, call: index) ? nil : try render(call.arguments, target, context))
             } catch {
                 var failure = error
                 failure.callIndex = index
@@ -41,9 +41,8 @@ extension Engine {
                             if let rendered = renders[index] {
                                 runs = rendered
                             } else {
-                                var call = calls[index]
-                                call.arguments = try ResultReference.resolve(call.arguments, in: results, call: index)
-                                runs = try render(call, target, context)
+                                let arguments = try ResultReference.resolve(calls[index].arguments, in: results, call: index)
+                                runs = try render(arguments, target, context)
                             }
                             results.append(target.method.kind == .select
                                 ? .value(try select(target, runs, on: db))

@@ -176,30 +176,18 @@ public struct Call: Sendable {
     public var arguments: Value
     /// The table of a template module (the reference's `setTableName`).
     public var table: String?
-    /// `module` and `method` as the engine that runs the call already has them (a server's paths of its
-    /// methods, `ModuleSet.callPaths`, found them when it was made): not looked up again by name. Nil: by name.
-    /// Only ever set from the same engine's `modules`.
-    @usableFromInline package var resolved: ResolvedMethod?
 
     public init(module: String, method: String, arguments: Value = .null, table: String? = nil) {
-        self.init(module: module, method: method, arguments: arguments, table: table, resolved: nil)
-    }
-
-    /// A call whose method is already resolved, made whole (set afterwards, a call held in a `var` is copied).
-    /// `@inlinable`: the gateway's module builds its call in place. Through the module boundary this was a
-    /// function of its own, which built the call and copied it out (346 instructions a request).
-    @inlinable
-    package init(module: String, method: String, arguments: Value, table: String?, resolved: ResolvedMethod?) {
         self.module = module
         self.method = method
         self.arguments = arguments
         self.table = table
-        self.resolved = resolved
     }
 }
 
-/// A module's method as found once, ahead of its calls (`Call.resolved`). A class: a call copies one reference.
-@usableFromInline package final class ResolvedMethod: Sendable {
+/// A module's method as found once, ahead of its calls (`Engine.call(_:arguments:table:context:)`). A class: a
+/// call copies one reference.
+package final class ResolvedMethod: Sendable {
     package let module: Module
     package let method: Method
 
@@ -321,20 +309,20 @@ extension Engine {
     }
 
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
-        let (module, method): (Module, Method)
-        if let resolved = call.resolved {
-            (module, method) = (resolved.module, resolved.method)
-        } else {
-            (module, method) = try self.method(call.module, call.method)
-        }
+        let (module, method) = try self.method(call.module, call.method)
         return Target(module: module, method: method, location: try location(of: module, context: context),
                       table: try table(of: module, requested: call.table))
+    }
+
+    private func target(of resolved: ResolvedMethod, table: String?, context: CallContext) throws(EngineError) -> Target {
+        Target(module: resolved.module, method: resolved.method, location: try location(of: resolved.module, context: context),
+               table: try self.table(of: resolved.module, requested: table))
     }
 
     /// A call's arguments in the slots its method renders from, each checked (declared type and inferred
     /// shape) as it is placed: one walk. The built-in global `userId` is the context's user (null without
     /// one, or without a context: the initializer running by itself).
-    private func frame(of call: Call, _ target: Target, _ context: CallContext?) throws(RenderError) -> Frame {
+    private func frame(of arguments: Value, _ target: Target, _ context: CallContext?) throws(RenderError) -> Frame {
         let method = target.method
         var globals = globals(of: target.module)
         if target.module.usesUserID {
@@ -342,17 +330,17 @@ extension Engine {
         }
         let argumentChecks = argumentChecks
         guard let checks = argumentChecks.checks(of: method) else {
-            return try method.frame(arguments: call.arguments, globals: globals)
+            return try method.frame(arguments: arguments, globals: globals)
         }
-        return try method.frame(arguments: call.arguments, globals: globals) { position, value throws(RenderError) in
+        return try method.frame(arguments: arguments, globals: globals) { position, value throws(RenderError) in
             try argumentChecks.check(value, checks[position], path: method.arguments[position].name, method: method)
         }
     }
 
     /// Renders a call: nothing runs when this throws.
-    func render(_ call: Call, _ target: Target, _ context: CallContext?) throws(EngineError) -> [RenderedRun] {
+    func render(_ arguments: Value, _ target: Target, _ context: CallContext?) throws(EngineError) -> [RenderedRun] {
         do {
-            return try target.method.render(frame: try frame(of: call, target, context), table: target.table.name)
+            return try target.method.render(frame: try frame(of: arguments, target, context), table: target.table.name)
         } catch {
             throw EngineError(error)
         }
@@ -360,11 +348,21 @@ extension Engine {
 
     /// Runs one method call.
     public func call(_ call: Call, context: CallContext = CallContext()) throws(EngineError) -> CallResult {
-        let target = try target(of: call, context: context)
+        try run(call.arguments, try target(of: call, context: context), context)
+    }
+
+    /// Runs a call of a method the caller found ahead (a server's paths of its methods, `ModuleSet.callPaths`),
+    /// from its parts: no `Call` made, copied into the engine and destroyed twice on every request.
+    package func call(_ resolved: ResolvedMethod, arguments: Value, table: String?,
+                      context: CallContext) throws(EngineError) -> CallResult {
+        try run(arguments, try target(of: resolved, table: table, context: context), context)
+    }
+
+    private func run(_ arguments: Value, _ target: Target, _ context: CallContext) throws(EngineError) -> CallResult {
         if target.method.kind == .select, target.method.foreach == nil, target.method.singleStatement != nil {
-            return .value(try selectSingle(call, target, context))
+            return .value(try selectSingle(arguments, target, context))
         }
-        let runs = try render(call, target, context)
+        let runs = try render(arguments, target, context)
         return try withDatabase(target.location) { database throws(EngineError) in
             if target.method.kind == .select {
                 return .value(try reading(target, in: database) { db throws(EngineError) in
@@ -379,10 +377,10 @@ extension Engine {
 
     /// The common select: one statement (`Method.singleStatement`, read where the method keeps it), no
     /// `foreach`, no `<try>`.
-    private func selectSingle(_ call: Call, _ target: Target, _ context: CallContext) throws(EngineError) -> Value {
+    private func selectSingle(_ arguments: Value, _ target: Target, _ context: CallContext) throws(EngineError) -> Value {
         let rendered: RenderedStatement?
         do throws(RenderError) {
-            var frame = try frame(of: call, target, context)
+            var frame = try frame(of: arguments, target, context)
             switch try target.method.singleStatement!.render(frame: &frame, table: target.table.name, method: target.method.qualifiedName) {
             case .run(let statement): rendered = statement
             case .quit, .nothing: rendered = nil

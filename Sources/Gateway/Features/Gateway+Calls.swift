@@ -18,9 +18,14 @@ extension Gateway {
         let context = try context(routeCall)
         try authorizeAccess(module: module, method: method, routeCall)
         do {
-            // The arguments moved into the call, not copied (a copy of a `Value`, and its destroy, switch over its cases).
-            let result = try engine.call(Call(module: module, method: method, arguments: consume arguments, table: table,
-                                              resolved: routeCall.parameters.resolved), context: context)
+            // A method the path's lookup found is called by its parts: a `Call` would be made, copied into the engine
+            // and destroyed twice. By name, the arguments are moved into the call, not copied (a copy of a `Value`,
+            // and its destroy, switch over its cases).
+            let result = if let resolved = routeCall.parameters.resolved {
+                try engine.call(resolved, arguments: arguments, table: table, context: context)
+            } else {
+                try engine.call(Call(module: module, method: method, arguments: consume arguments, table: table), context: context)
+            }
             var body: [UInt8] = []
             body.reserveCapacity(128)
             Self.write(result, to: &body, routeCall.encoding)

@@ -44,8 +44,8 @@ extension SQLStatement {
             context.itemSources[foreach.itemSlot] = BindingSource(argument: method.arguments[foreach.collection].name, steps: [.element])
         }
         switch template.form {
-        case .fixed(let sql, let references, _):
-            return (sql, references.map { context.source(of: $0.path) })
+        case .fixed(let fixed):
+            return (fixed.sql, fixed.bindings.map { context.source(of: $0.path) })
         case .dynamic(let nodes):
             try context.render(nodes)
             let sql = context.buffer.finish()
@@ -96,9 +96,9 @@ extension SQLStatement {
             context.itemSources[foreach.itemSlot] = BindingSource(argument: method.arguments[foreach.collection].name, steps: [.element])
         }
         switch template.form {
-        case .fixed(let sql, let references, let encrypted):
-            return [StatementOutline(sql: sql, sources: references.map { context.source(of: $0.path) },
-                                     encrypted: encrypted, elements: [])]
+        case .fixed(let fixed):
+            return [StatementOutline(sql: fixed.sql, sources: fixed.bindings.map { context.source(of: $0.path) },
+                                     encrypted: fixed.encrypted, elements: [])]
         case .dynamic(let nodes):
             var elements: [BindingSource] = []
             context.traceItems(of: nodes, into: &elements)

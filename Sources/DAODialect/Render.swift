@@ -121,18 +121,19 @@ extension SQLStatement {
     /// The statement for this frame.
     public func render(frame: inout Frame, table: String?, method: String) throws(RenderError) -> Rendering {
         switch template.form {
-        case .fixed(let sql, let references, let encrypted):
+        case .fixed(let fixed):
             // A statement that binds each of the frame's slots once, in order, binds the frame's array itself:
             // the arguments' array, as the call's JSON made it, is the bindings' (no array made per call).
-            if bindsEverySlotInOrder(references, frame) {
-                return .run(RenderedStatement(sql: sql, bindings: frame.locals, encrypted: encrypted, resumable: resumable, line: line))
+            if bindsEverySlotInOrder(fixed.bindings, frame) {
+                return .run(RenderedStatement(sql: fixed.sql, bindings: frame.locals, encrypted: fixed.encrypted,
+                                              resumable: resumable, line: line))
             }
             var bindings: [Value] = []
-            bindings.reserveCapacity(references.count)
-            for reference in references {
+            bindings.reserveCapacity(fixed.bindings.count)
+            for reference in fixed.bindings {
                 bindings.append(try bindingValue(reference, frame: frame, method: method))
             }
-            return .run(RenderedStatement(sql: sql, bindings: bindings, encrypted: encrypted, resumable: resumable, line: line))
+            return .run(RenderedStatement(sql: fixed.sql, bindings: bindings, encrypted: fixed.encrypted, resumable: resumable, line: line))
         case .dynamic(let nodes):
             var context = RenderContext(frame: frame, table: table, method: method)
             try context.render(nodes)

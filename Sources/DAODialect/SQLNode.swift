@@ -6,8 +6,22 @@ public struct SQLTemplate: Sendable {
     enum Form: Sendable {
         /// No dynamic tags, no `@{}`: the SQL text is final; a call only
         /// resolves the `#{}` bindings.
-        case fixed(sql: String, bindings: [BindReference], encrypted: [EncryptedBinding])
+        case fixed(FixedSQL)
         case dynamic([SQLNode])
+    }
+
+    /// A fixed form's parts, in one object: a call's switch over the form copies its payload, which is then one
+    /// reference to retain, not three (every call of such a statement).
+    final class FixedSQL: Sendable {
+        let sql: String
+        let bindings: [BindReference]
+        let encrypted: [EncryptedBinding]
+
+        init(sql: String, bindings: [BindReference], encrypted: [EncryptedBinding]) {
+            self.sql = sql
+            self.bindings = bindings
+            self.encrypted = encrypted
+        }
     }
 
     var form: Form

@@ -133,7 +133,8 @@ extension Gateway {
     /// The user the access log shows (as a digest): the token's in jwt mode, else `X-User-Id`.
     /// The caller, when the request derived it, says it without a second look at the headers.
     func loggedUser(_ request: HTTPRequest, _ context: RequestContext) -> String? {
-        if let known = context.caller { return known.user?.rawValue }
+        // The user read where the context keeps the caller: no copy of the whole caller.
+        if context.hasCaller { return context.caller?.user?.rawValue }
         guard case .jwt(let verifier) = configuration.authentication else {
             return request.firstValue(of: Self.userHeader).flatMap { try? Self.decodedUserHeader($0) }
         }

@@ -9,6 +9,8 @@ import Sharding
 final class RequestContext: @unchecked Sendable {
     /// The caller, once derived (`Gateway.caller`): every later step of the request reads it here.
     var caller: Caller?
+    /// Whether `caller` is derived, asked without reading the optional caller out (a copy of each of its strings).
+    var hasCaller: Bool { if case .some = caller { true } else { false } }
     /// On a shard, what its admission admitted (`ShardAdmission`); nil elsewhere.
     var shardTicket: ShardTicket?
     /// The header fields most requests have the gateway read, found in one walk when first asked

@@ -270,27 +270,34 @@ public struct Gateway: HTTPResponder {
     /// Derives the caller into the request's context, unless it is there already (`caller(_:)`, without a copy
     /// of it to return).
     func deriveCaller(_ call: RouteCall) throws(Problem) {
-        if call.context.caller != nil { return }
-        let request = call.request
-        var userHeader = try header(request, .user, call.context)
+        if call.context.hasCaller { return }
+        var userHeader = try header(call.request, .user, call.context)
         if let sent = userHeader { userHeader = try Self.decodedUserHeader(sent) }
-        var caller: Caller
         switch configuration.authentication {
         case .trustedHeader:
+            let user: UserID?
             do {
-                caller = Caller(user: try userHeader.map(UserID.init))
+                user = try userHeader.map(UserID.init)
             } catch {
                 throw Problem(error)
             }
+            // Made where the context keeps it: a caller made first and stored then would be copied and destroyed
+            // (a retain and release of each of its strings, every request).
+            call.context.caller = Caller(user: user, storage: try storage(call))
         case .jwt(let verifier):
-            caller = try authenticate(verifier, request, userHeader: userHeader)
+            var caller = try authenticate(verifier, call.request, userHeader: userHeader)
+            caller.storage = try storage(call)
+            call.context.caller = caller
         }
-        let storage = nonEmpty(try header(request, .storage, call.context))
+    }
+
+    /// The custom storage `X-Storage` names, nil when none; a name no storage can have is refused.
+    private func storage(_ call: RouteCall) throws(Problem) -> String? {
+        let storage = nonEmpty(try header(call.request, .storage, call.context))
         if let storage, let problem = storageNameProblem(storage) {
             throw Problem(.invalidStorage, "storage '\(storage.prefix(80))': \(problem)")
         }
-        caller.storage = storage
-        call.context.caller = caller
+        return storage
     }
 
     /// The value of a header the gateway reads; every one takes a single value,

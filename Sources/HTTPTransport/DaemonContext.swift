@@ -109,30 +109,32 @@ extension DaemonContext {
         state.begun = true
         inFlightRequests.add(1, ordering: .sequentiallyConsistent)
         if let deadline = state.connection { watchdog?.awaitBody(deadline) }
-        let headers = connectionValues(connection, kind: .HEADER_KIND)
-        let framing = RequestFraming(
+        let (fields, facts) = connectionValues(connection, kind: .HEADER_KIND)
+        // The fields are read where they are, then moved into the request: not copied into a structure of their
+        // own and destroyed (a retain and release of each part, every request).
+        let refusal = RequestFraming.refusal(
             target: state.target,
             targetIsWhole: url.map { $0 + state.target.count + 1 } == version,
             // Compared where libmicrohttpd keeps it: no string is made of it (every request passes here).
             isHTTP10: version.map { strcmp($0, "HTTP/1.0") == 0 } ?? false,
-            headers: headers.fields,
-            facts: headers.facts,
-            transferEncoding: headers.facts.encodings > 0
+            headers: fields,
+            facts: facts,
+            transferEncoding: facts.encodings > 0
                 ? MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding").map { String(cString: $0) } : nil
         )
         state.request = HTTPRequest(
             method: method.map { KnownStrings.string(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? "",
-            path: framing.path ?? "",
+            path: state.target.path ?? "",
             query: state.target.hasQuery ? connectionValues(connection, kind: .GET_ARGUMENT_KIND).fields : [],
-            headers: headers.fields
+            headers: consume fields
         )
         if isDraining.load(ordering: .sequentiallyConsistent) {
             return refuse(.shuttingDown, state: state, connection: connection)
         }
-        if let refusal = framing.refusal {
+        if let refusal {
             return refuse(refusal, state: state, connection: connection)
         }
-        if let first = headers.facts.firstLength, let length = declaredLength(headers.fields[first].value) {
+        if let first = facts.firstLength, let length = declaredLength(state.request.headers[first].value) {
             if length > UInt64(maximumBodySize) {
                 return refuse(.bodyTooLarge(limit: maximumBodySize), state: state, connection: connection)
             }
@@ -393,16 +395,16 @@ private func declaredLength(_ value: String) -> UInt64? {
 
 /// The request's values of one kind (headers or query arguments), in order, and for headers what their bytes
 /// say (`HeaderFacts`); sizes are given, so a decoded `%00` is kept.
-private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> ConnectionValues {
+private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> (fields: [(name: String, value: String)], facts: HeaderFacts) {
     var values = ConnectionValues()
     // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
     let count = MHD_get_connection_values_n(connection, kind, nil, nil)
-    guard count > 0 else { return values }
+    guard count > 0 else { return ([], values.facts) }
     values.fields.reserveCapacity(Int(count))
     withUnsafeMutablePointer(to: &values) { pointer in
         _ = MHD_get_connection_values_n(connection, kind, collectConnectionValue, pointer)
     }
-    return values
+    return (values.fields, values.facts)
 }
 
 /// A duration in milliseconds with three decimals, "12.345".

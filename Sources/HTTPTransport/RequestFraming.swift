@@ -8,39 +8,26 @@ import ASCIIBytes
 /// when the value is exactly `chunked`. A request whose framing another HTTP
 /// implementation (a proxy in front) could read differently is refused, so
 /// that the rest of a body can never run as a request of its own.
-struct RequestFraming {
-    /// What the request target held as the client sent it (path and query), as far as libmicrohttpd's copy goes.
-    let target: RequestTarget
-    /// Whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
-    let targetIsWhole: Bool
-    /// Whether the request line's protocol version is `HTTP/1.0`.
-    let isHTTP10: Bool
-    /// The header fields, names as sent and values as libmicrohttpd keeps them.
-    let headers: [(name: String, value: String)]
-    /// What the fields' bytes said as they were copied: the first field to refuse, the framing fields counted.
-    let facts: HeaderFacts
-    /// The `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming), if one was sent.
-    let transferEncoding: String?
-
-    init(target: RequestTarget, targetIsWhole: Bool, isHTTP10: Bool, headers: [(name: String, value: String)],
-         facts: HeaderFacts, transferEncoding: String?) {
-        self.target = target
-        self.targetIsWhole = targetIsWhole
-        self.isHTTP10 = isHTTP10
-        self.headers = headers
-        self.facts = facts
-        self.transferEncoding = transferEncoding
-    }
-
-    /// The path of the target: up to the first `?`, when it is UTF-8.
-    var path: String? { target.path }
-
+enum RequestFraming {
     /// Why the request must be refused, or nil when it may go on.
-    var refusal: TransportRefusal? {
+    ///
+    /// - Parameters:
+    ///   - target: what the request target held as the client sent it (path and query), as far as libmicrohttpd's
+    ///     copy goes.
+    ///   - targetIsWhole: whether `target` is the whole target: false when a raw NUL ended libmicrohttpd's copy early.
+    ///   - isHTTP10: whether the request line's protocol version is `HTTP/1.0`.
+    ///   - headers: the header fields, names as sent and values as libmicrohttpd keeps them.
+    ///   - facts: what the fields' bytes said as they were copied: the first field to refuse, the framing fields
+    ///     counted.
+    ///   - transferEncoding: the `Transfer-Encoding` value exactly as libmicrohttpd compares it (without trimming),
+    ///     if one was sent.
+    static func refusal(target: borrowing RequestTarget, targetIsWhole: Bool, isHTTP10: Bool,
+                        headers: borrowing [(name: String, value: String)], facts: HeaderFacts,
+                        transferEncoding: String?) -> TransportRefusal? {
         guard targetIsWhole, !target.holdsControl else {
             return .invalidRequest("the request target holds a control character")
         }
-        guard path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
+        guard target.path != nil else { return .invalidRequest("the path of the request target is not UTF-8") }
         // Each name and value was checked, and the framing fields counted, as the fields were copied (`HeaderFacts`).
         switch facts.offense {
         case .name?: return .invalidRequest("a header field name holds a character a name cannot have")

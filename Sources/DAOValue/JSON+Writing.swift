@@ -134,8 +134,9 @@ public func writeJSONString(_ string: String, to buffer: inout [UInt8]) {
 }
 
 extension [UInt8] {
-    /// Appends the bytes of an ASCII literal.
-    @inline(__always) mutating func appendASCII(_ text: StaticString) {
+    /// Appends the bytes of an ASCII literal: copied from the binary, where appending a string's `utf8` goes
+    /// through the generic sequence append.
+    @inlinable @inline(__always) public mutating func appendASCII(_ text: StaticString) {
         append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 }

@@ -92,13 +92,13 @@ extension Gateway {
     static func write(_ result: CallResult, to body: inout [UInt8], _ encoding: JSONWriteOptions) {
         switch result {
         case .value(let value):
-            body += #"{"result":"#.utf8
+            body.appendASCII(#"{"result":"#)
             value.writeJSON(to: &body, options: encoding)
             body.append(UInt8(ascii: "}"))
         case .write(let write):
-            body += #"{"ok":true,"changes":"#.utf8
+            body.appendASCII(#"{"ok":true,"changes":"#)
             Value.integer(Int64(write.changes)).writeJSON(to: &body, options: encoding)
-            body += #","lastInsertRowId":"#.utf8
+            body.appendASCII(#","lastInsertRowId":"#)
             Value.integer(write.lastInsertRowID).writeJSON(to: &body, options: encoding)
             body.append(UInt8(ascii: "}"))
         }

@@ -313,7 +313,7 @@ struct BodyParser {
                 return SQLTemplate(form: .dynamic(nodes))
             }
         }
-        return SQLTemplate(form: .fixed(SQLTemplate.FixedSQL(sql: buffer.finish(), bindings: bindings, encrypted: encrypted)))
+        return SQLTemplate(form: .fixed(.init(sql: buffer.finish(), bindings: bindings, encrypted: encrypted)))
     }
 
     func isSignificant(_ node: XMLNode) -> Bool {

@@ -352,7 +352,8 @@ extension Engine {
     }
 
     /// Runs a call of a method the caller found ahead (a server's paths of its methods, `ModuleSet.callPaths`),
-    /// from its parts: no `Call` made, copied into the engine and destroyed twice on every request.
+    /// from its parts: no `Call` made, copied into the engine and destroyed twice on every request. `resolved`
+    /// holds one of this engine's `modules` and its method, not looked up again by name.
     package func call(_ resolved: ResolvedMethod, arguments: Value, table: String?,
                       context: CallContext) throws(EngineError) -> CallResult {
         try run(arguments, try target(of: resolved, table: table, context: context), context)

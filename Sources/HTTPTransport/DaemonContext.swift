@@ -395,7 +395,8 @@ private func declaredLength(_ value: String) -> UInt64? {
 
 /// The request's values of one kind (headers or query arguments), in order, and for headers what their bytes
 /// say (`HeaderFacts`); sizes are given, so a decoded `%00` is kept.
-private func connectionValues(_ connection: OpaquePointer, kind: MHD_ValueKind) -> (fields: [(name: String, value: String)], facts: HeaderFacts) {
+private func connectionValues(_ connection: OpaquePointer,
+                              kind: MHD_ValueKind) -> (fields: [(name: String, value: String)], facts: HeaderFacts) {
     var values = ConnectionValues()
     // Counted first (no callback: a walk of libmicrohttpd's list), so the array is allocated once, or not at all.
     let count = MHD_get_connection_values_n(connection, kind, nil, nil)

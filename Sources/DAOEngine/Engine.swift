@@ -310,13 +310,13 @@ extension Engine {
 
     func target(of call: Call, context: CallContext) throws(EngineError) -> Target {
         let (module, method) = try self.method(call.module, call.method)
-        return Target(module: module, method: method, location: try location(of: module, context: context),
-                      table: try table(of: module, requested: call.table))
+        return try target(module, method, table: call.table, context: context)
     }
 
-    private func target(of resolved: ResolvedMethod, table: String?, context: CallContext) throws(EngineError) -> Target {
-        Target(module: resolved.module, method: resolved.method, location: try location(of: resolved.module, context: context),
-               table: try self.table(of: resolved.module, requested: table))
+    /// The target of a call of `method`, with the table the call names, for the caller `context` says.
+    private func target(_ module: Module, _ method: Method, table: String?, context: CallContext) throws(EngineError) -> Target {
+        Target(module: module, method: method, location: try location(of: module, context: context),
+               table: try self.table(of: module, requested: table))
     }
 
     /// A call's arguments in the slots its method renders from, each checked (declared type and inferred
@@ -356,7 +356,7 @@ extension Engine {
     /// holds one of this engine's `modules` and its method, not looked up again by name.
     package func call(_ resolved: ResolvedMethod, arguments: Value, table: String?,
                       context: CallContext) throws(EngineError) -> CallResult {
-        try run(arguments, try target(of: resolved, table: table, context: context), context)
+        try run(arguments, try target(resolved.module, resolved.method, table: table, context: context), context)
     }
 
     private func run(_ arguments: Value, _ target: Target, _ context: CallContext) throws(EngineError) -> CallResult {
